@@ -1,0 +1,768 @@
+package ingest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Annotation keys of trace context format v1. They must match
+// instrument.KeyCPID and instrument.KeyAncestors (a test checks); ingest does
+// not import instrument so that the two can change independently.
+const (
+	keyCPID      = "v1.cpid.dev/cpid"
+	keyAncestors = "v1.cpid.dev/ancestors"
+)
+
+const auditAPIVersion = "audit.k8s.io/v1"
+
+// DecodeAudit decodes one JSON value that is either an audit.k8s.io/v1 Event,
+// as kube-apiserver's log backend writes it one per line, or an EventList, as
+// its webhook backend posts it. The results do not alias line.
+//
+// The envelope is read as encoding/json reads it into
+// k8s.io/apiserver/pkg/apis/audit/v1.Event: field names match case-
+// insensitively, null leaves a field unset, and a value of the wrong JSON
+// type rejects the event. DecodeAudit is stricter in a few documented ways:
+// invalid UTF-8 anywhere, a top-level field given twice, a kind other than
+// Event or EventList, an apiVersion other than audit.k8s.io/v1, and a null
+// or non-Event list item are all rejected. Timestamps may carry 0 to 9
+// fraction digits where the reference type insists on exactly 6.
+//
+// Request and response bodies are opaque objects read like unstructured
+// Kubernetes objects: keys match exactly and the last of duplicated keys
+// wins. Bodies of Secrets lose their data (see redact).
+//
+// Each event's Hash is taken over its compact JSON, whatever the input's
+// whitespace. An EventList item without kind and apiVersion (the webhook
+// leaves them out) is hashed as the log backend writes the same event, so
+// that an event both posted and logged collapses into one.
+func DecodeAudit(line []byte) ([]AuditEvent, error) {
+	line = trimSpace(line)
+	d := getDoc()
+	defer d.release()
+	if err := d.parse(line); err != nil {
+		return nil, err
+	}
+	return d.audit()
+}
+
+// isAudit reports whether the object's kind and apiVersion make it an audit
+// event or event list.
+func (d *doc) isAudit() bool {
+	kind, apiVersion := d.typeMeta()
+	return (string(kind) == "Event" || string(kind) == "EventList") &&
+		bytes.HasPrefix(apiVersion, []byte("audit.k8s.io/"))
+}
+
+// typeMeta returns the object's kind and apiVersion, matched like
+// encoding/json matches them.
+func (d *doc) typeMeta() (kind, apiVersion []byte) {
+	for i := range d.members {
+		m := &d.members[i]
+		switch idx := lookup(listFields, m.key(d.buf)); idx {
+		case 0, 1:
+			if s, ok := strValue(d.buf, m.valStart, m.valEnd); ok {
+				if idx == 0 {
+					kind = s
+				} else {
+					apiVersion = s
+				}
+			}
+		}
+	}
+	return kind, apiVersion
+}
+
+func (d *doc) audit() ([]AuditEvent, error) {
+	kind, apiVersion := d.typeMeta()
+	switch {
+	case string(kind) != "Event" && string(kind) != "EventList":
+		if kind == nil {
+			return nil, errors.New("not an audit event: no kind")
+		}
+		return nil, fmt.Errorf("not an audit event: kind %q", kind)
+	case string(apiVersion) != auditAPIVersion:
+		return nil, fmt.Errorf("unsupported audit apiVersion %q, want %s", apiVersion, auditAPIVersion)
+	}
+	if !d.own {
+		// Own the bytes: the bodies are returned as slices of this copy.
+		d.buf = bytes.Clone(d.buf)
+		d.own = true
+	}
+	if string(kind) == "Event" {
+		evs := make([]AuditEvent, 1)
+		if err := decodeEvent(d.buf, span{0, len(d.buf)}, d.members, false, d.big, &evs[0]); err != nil {
+			return nil, err
+		}
+		return evs, nil
+	}
+	return d.list()
+}
+
+// list decodes an EventList.
+func (d *doc) list() ([]AuditEvent, error) {
+	b := d.buf
+	var seen uint32
+	var items span
+	for i := range d.members {
+		m := &d.members[i]
+		idx := lookup(listFields, m.key(b))
+		if idx < 0 {
+			continue
+		}
+		if seen&(1<<idx) != 0 {
+			return nil, fmt.Errorf("duplicate field %q", listFields[idx].name)
+		}
+		seen |= 1 << idx
+		if idx == 3 { // items
+			if b[m.valStart] != '[' && b[m.valStart] != 'n' {
+				return nil, errors.New("items: want array")
+			}
+			items = span{m.valStart, m.valEnd}
+			continue
+		}
+		if err := check(b, m.valStart, m.valEnd, &listFields[idx], nil); err != nil {
+			return nil, err
+		}
+	}
+	var evs []AuditEvent
+	if items.s == 0 || b[items.s] == 'n' {
+		return evs, nil
+	}
+	evs = make([]AuditEvent, count(b, items.s))
+	ms := make([]member, 0, 24)
+	it := elems(b, items.s)
+	for k := range evs {
+		s, e, _ := it.next()
+		switch b[s] {
+		case '{':
+		case 'n':
+			return nil, fmt.Errorf("item %d: null", k)
+		default:
+			return nil, fmt.Errorf("item %d: want object", k)
+		}
+		ms = ms[:0]
+		var m member
+		for mi := members(b, s); mi.next(&m); {
+			ms = append(ms, m)
+		}
+		if err := decodeEvent(b, span{s, e}, ms, true, d.big, &evs[k]); err != nil {
+			return nil, fmt.Errorf("item %d: %w", k, err)
+		}
+	}
+	var err error
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// span is a value's offsets in a compact buffer; the zero span is absent.
+type span struct{ s, e int }
+
+func (v span) ok() bool { return v.e > 0 }
+
+// Indexes of eventFields.
+const (
+	fKind = iota
+	fAPIVersion
+	fLevel
+	fAuditID
+	fStage
+	fRequestURI
+	fVerb
+	fUser
+	fImpersonatedUser
+	fAuthenticationMetadata
+	fSourceIPs
+	fUserAgent
+	fObjectRef
+	fResponseStatus
+	fRequestObject
+	fResponseObject
+	fRequestReceivedTimestamp
+	fStageTimestamp
+	fAnnotations
+)
+
+// decodeEvent decodes the Event at b[obj] whose members are ms into ev. item
+// is set for an EventList item, which may omit kind and apiVersion. x is
+// the index of b.
+func decodeEvent(b []byte, obj span, ms []member, item bool, x index, ev *AuditEvent) error {
+	var v [fAnnotations + 1]span
+	var user [4]span
+	var ref, status [8]span
+	outs := [fAnnotations + 1][]span{fUser: user[:], fObjectRef: ref[:], fResponseStatus: status[:]}
+	var seen uint32
+	for i := range ms {
+		m := &ms[i]
+		idx := lookup(eventFields, m.key(b))
+		if idx < 0 {
+			continue
+		}
+		if seen&(1<<idx) != 0 {
+			return fmt.Errorf("duplicate field %q", eventFields[idx].name)
+		}
+		seen |= 1 << idx
+		if err := check(b, m.valStart, m.valEnd, &eventFields[idx], outs[idx]); err != nil {
+			return err
+		}
+		if b[m.valStart] != 'n' { // null leaves the field unset
+			v[idx] = span{m.valStart, m.valEnd}
+		}
+	}
+	kind, apiVersion := strOf(b, v[fKind]), strOf(b, v[fAPIVersion])
+	if item {
+		if len(kind) > 0 && string(kind) != "Event" {
+			return fmt.Errorf("not an audit event: kind %q", kind)
+		}
+		if len(apiVersion) > 0 && string(apiVersion) != auditAPIVersion {
+			return fmt.Errorf("unsupported audit apiVersion %q, want %s", apiVersion, auditAPIVersion)
+		}
+	}
+
+	var err error
+	if ev.ReceivedNS, err = timeField(b, v[fRequestReceivedTimestamp], "requestReceivedTimestamp"); err != nil {
+		return err
+	}
+	if ev.StageNS, err = timeField(b, v[fStageTimestamp], "stageTimestamp"); err != nil {
+		return err
+	}
+
+	var t strtab
+	t.add(&ev.AuditID, b, v[fAuditID])
+	t.add(&ev.RequestURI, b, v[fRequestURI])
+	t.add(&ev.UserAgent, b, v[fUserAgent])
+	t.common(&ev.Stage, b, v[fStage])
+	t.common(&ev.Level, b, v[fLevel])
+	t.common(&ev.Verb, b, v[fVerb])
+	t.add(&ev.Username, b, user[0])
+	t.common(&ev.Resource, b, ref[0])
+	t.add(&ev.Namespace, b, ref[1])
+	refName, refUID, refRV := ref[2], ref[3], ref[6]
+	t.common(&ev.APIGroup, b, ref[4])
+	t.common(&ev.APIVersion, b, ref[5])
+	t.common(&ev.Subresource, b, ref[7])
+	if c := status[len(statusFields)-1]; c.ok() {
+		n, _ := parseInt(b[c.s:c.e], 32)
+		ev.Code = int(n)
+	}
+	if ips := v[fSourceIPs]; ips.ok() {
+		ev.SourceIPs = make([]string, count(b, ips.s))
+		it := elems(b, ips.s)
+		for i := range ev.SourceIPs {
+			s, e, _ := it.next()
+			t.add(&ev.SourceIPs[i], b, span{s, e})
+		}
+	}
+
+	req, resp := v[fRequestObject], v[fResponseObject]
+	var reqMeta, respMeta bodyMeta
+	if req.ok() {
+		reqMeta = readBody(b, req, x)
+	}
+	if resp.ok() {
+		respMeta = readBody(b, resp, x)
+	}
+	t.add(&ev.Name, b, firstString(b, refName, respMeta.name))
+	t.add(&ev.UID, b, firstString(b, respMeta.uid, refUID))
+	t.add(&ev.ResourceVersion, b, firstString(b, respMeta.rv, refRV))
+	// The trace context comes from the first body that has annotations: a
+	// Scale or a Status answering a subresource has none, and a patch body
+	// has them only when it sets them.
+	switch {
+	case respMeta.annotations.ok():
+		t.add(&ev.CPID, b, respMeta.cpid)
+		t.setTail(b, respMeta.ancestors)
+	case reqMeta.annotations.ok():
+		t.add(&ev.CPID, b, reqMeta.cpid)
+		t.setTail(b, reqMeta.ancestors)
+	}
+	switch {
+	case respMeta.ownerRefs.ok():
+		ev.OwnerRefs = raw(b, respMeta.ownerRefs)
+	case reqMeta.ownerRefs.ok():
+		ev.OwnerRefs = raw(b, reqMeta.ownerRefs)
+	}
+	ev.CPIDAncestors = splitList(t.done())
+
+	ev.Annotations = raw(b, v[fAnnotations])
+	ev.ResponseStatus = raw(b, v[fResponseStatus])
+	ev.RequestObject = raw(b, req)
+	ev.ResponseObject = raw(b, resp)
+	if strings.EqualFold(ev.Resource, "secrets") {
+		var r1, r2 bool
+		ev.RequestObject, r1 = redact(ev.RequestObject)
+		ev.ResponseObject, r2 = redact(ev.ResponseObject)
+		ev.Redacted = r1 || r2
+	}
+	bare := item && len(kind) == 0 && len(apiVersion) == 0
+	ev.Hash = eventHash(b, obj, bare, ev.Redacted, req, resp, ev.RequestObject, ev.ResponseObject)
+	return nil
+}
+
+// eventHash is the first 16 bytes of the SHA-256 of the event's compact
+// JSON. An EventList item without kind and apiVersion is hashed as the log
+// backend writes the same event, so that an event received by the webhook
+// and read from a log file collapses into one. A redacted event is hashed
+// with its redacted bodies (a removed body as null), so that the hash says
+// nothing about the removed data.
+func eventHash(b []byte, obj span, bare, redacted bool, req, resp span, newReq, newResp []byte) [16]byte {
+	var h [16]byte
+	if !bare && !redacted {
+		sum := sha256.Sum256(b[obj.s:obj.e])
+		copy(h[:], sum[:])
+		return h
+	}
+	d := sha256.New()
+	i := obj.s
+	if bare {
+		d.Write([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1"`))
+		i++
+		if b[i] != '}' {
+			d.Write([]byte{','})
+		}
+	}
+	if redacted {
+		parts := [2]struct {
+			at  span
+			new []byte
+		}{{req, newReq}, {resp, newResp}}
+		if resp.s < req.s {
+			parts[0], parts[1] = parts[1], parts[0]
+		}
+		for _, p := range parts {
+			if !p.at.ok() {
+				continue
+			}
+			d.Write(b[i:p.at.s])
+			if p.new == nil {
+				d.Write([]byte("null"))
+			} else {
+				d.Write(p.new)
+			}
+			i = p.at.e
+		}
+	}
+	d.Write(b[i:obj.e])
+	copy(h[:], d.Sum(nil))
+	return h
+}
+
+func timeField(b []byte, v span, name string) (int64, error) {
+	if !v.ok() {
+		return 0, nil
+	}
+	s := strOf(b, v)
+	if ns, ok := parseTime(s, false); ok {
+		return ns, nil
+	}
+	ns, err := parseAuditTime(string(s))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return ns, nil
+}
+
+// raw returns the value at v as a RawMessage that cannot grow into its
+// neighbours, or nil when absent.
+func raw(b []byte, v span) json.RawMessage {
+	if !v.ok() {
+		return nil
+	}
+	return b[v.s:v.e:v.e]
+}
+
+func isString(b []byte, v span) bool { return v.ok() && b[v.s] == '"' }
+
+// firstString returns the first of vs that is a non-empty string.
+func firstString(b []byte, vs ...span) span {
+	for _, v := range vs {
+		if isString(b, v) && v.e-v.s > 2 {
+			return v
+		}
+	}
+	return span{}
+}
+
+// strOf returns the contents of the string at v, unescaped.
+func strOf(b []byte, v span) []byte {
+	s, _ := strValue(b, v.s, v.e)
+	return s
+}
+
+// splitList splits a comma-separated annotation value, dropping blanks.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// strtab gathers the strings of one event and makes them with a single
+// allocation; values from a small vocabulary are shared instead.
+type strtab struct {
+	arr  [20]strRef
+	more []strRef // beyond arr
+	k    int      // refs in arr
+	n    int      // bytes
+	tail []byte   // a string that done returns
+}
+
+type strRef struct {
+	dst *string
+	s   []byte
+}
+
+// add schedules *dst to be set to the JSON string at v; anything else
+// leaves *dst empty.
+func (t *strtab) add(dst *string, b []byte, v span) {
+	if isString(b, v) {
+		t.addBytes(dst, strOf(b, v))
+	}
+}
+
+// addBytes schedules *dst to be set to s.
+func (t *strtab) addBytes(dst *string, s []byte) {
+	if len(s) == 0 {
+		return
+	}
+	if t.k < len(t.arr) {
+		t.arr[t.k] = strRef{dst, s}
+		t.k++
+	} else {
+		t.more = append(t.more, strRef{dst, s})
+	}
+	t.n += len(s)
+}
+
+// common is add for values that are mostly from a known vocabulary.
+func (t *strtab) common(dst *string, b []byte, v span) {
+	if !isString(b, v) {
+		return
+	}
+	if s, ok := vocabulary[string(strOf(b, v))]; ok {
+		*dst = s
+		return
+	}
+	t.add(dst, b, v)
+}
+
+// setTail sets the string that done returns to the JSON string at v.
+func (t *strtab) setTail(b []byte, v span) {
+	if isString(b, v) {
+		t.tail = strOf(b, v)
+		t.n += len(t.tail)
+	}
+}
+
+// done sets the strings and returns the tail.
+func (t *strtab) done() string {
+	if t.n == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.Grow(t.n)
+	for _, r := range t.arr[:t.k] {
+		sb.Write(r.s)
+	}
+	for _, r := range t.more {
+		sb.Write(r.s)
+	}
+	sb.Write(t.tail)
+	all := sb.String()
+	i := 0
+	for _, r := range t.arr[:t.k] {
+		*r.dst = all[i : i+len(r.s)]
+		i += len(r.s)
+	}
+	for _, r := range t.more {
+		*r.dst = all[i : i+len(r.s)]
+		i += len(r.s)
+	}
+	return all[i:]
+}
+
+var vocabulary = map[string]string{}
+
+func init() {
+	for _, s := range []string{
+		"RequestReceived", "ResponseStarted", "ResponseComplete", "Panic",
+		"None", "Metadata", "Request", "RequestResponse",
+		"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
+		"v1", "v1beta1", "v2", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io",
+		"events.k8s.io", "rbac.authorization.k8s.io", "authentication.k8s.io",
+		"authorization.k8s.io", "autoscaling", "policy", "networking.k8s.io",
+		"storage.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io",
+		"flowcontrol.apiserver.k8s.io", "scheduling.k8s.io", "certificates.k8s.io",
+		"node.k8s.io", "resource.k8s.io",
+		"pods", "replicasets", "deployments", "statefulsets", "daemonsets", "jobs", "cronjobs",
+		"services", "endpoints", "endpointslices", "configmaps", "secrets", "serviceaccounts",
+		"nodes", "namespaces", "leases", "events", "persistentvolumeclaims", "persistentvolumes",
+		"status", "scale", "binding", "eviction", "token", "log", "exec", "ephemeralcontainers",
+		"finalize", "approval", "resize",
+		"info", "warn", "error", "debug", "dpanic", "panic", "fatal", "trace",
+	} {
+		vocabulary[s] = s
+	}
+}
+
+// The shapes of k8s.io/apiserver/pkg/apis/audit/v1 Event and EventList and
+// of the types they embed, as encoding/json decodes them.
+var (
+	userInfoFields = []field{
+		{"username", kString, nil}, {"uid", kString, nil},
+		{"groups", kStrings, nil}, {"extra", kStringsMap, nil},
+	}
+	objectRefFields = []field{
+		{"resource", kString, nil}, {"namespace", kString, nil}, {"name", kString, nil},
+		{"uid", kString, nil}, {"apiGroup", kString, nil}, {"apiVersion", kString, nil},
+		{"resourceVersion", kString, nil}, {"subresource", kString, nil},
+	}
+	listMetaFields = []field{
+		{"selfLink", kString, nil}, {"resourceVersion", kString, nil},
+		{"continue", kString, nil}, {"remainingItemCount", kInt64, nil},
+	}
+	statusFields = []field{
+		{"kind", kString, nil}, {"apiVersion", kString, nil},
+		{"metadata", kObject, listMetaFields},
+		{"status", kString, nil}, {"message", kString, nil}, {"reason", kString, nil},
+		{"details", kObject, []field{
+			{"name", kString, nil}, {"group", kString, nil}, {"kind", kString, nil},
+			{"uid", kString, nil},
+			{"causes", kObjects, []field{
+				{"reason", kString, nil}, {"message", kString, nil}, {"field", kString, nil},
+			}},
+			{"retryAfterSeconds", kInt32, nil},
+		}},
+		{"code", kInt32, nil}, // last: decodeEvent reads it there
+	}
+	// eventFields is indexed by the f* constants.
+	eventFields = []field{
+		{"kind", kString, nil}, {"apiVersion", kString, nil},
+		{"level", kString, nil}, {"auditID", kString, nil}, {"stage", kString, nil},
+		{"requestURI", kString, nil}, {"verb", kString, nil},
+		{"user", kObject, userInfoFields}, {"impersonatedUser", kObject, userInfoFields},
+		{"authenticationMetadata", kObject, []field{{"impersonationConstraint", kString, nil}}},
+		{"sourceIPs", kStrings, nil}, {"userAgent", kString, nil},
+		{"objectRef", kObject, objectRefFields},
+		{"responseStatus", kObject, statusFields},
+		{"requestObject", kAny, nil}, {"responseObject", kAny, nil},
+		{"requestReceivedTimestamp", kString, nil}, {"stageTimestamp", kString, nil},
+		{"annotations", kStringMap, nil},
+	}
+	// listFields: kind and apiVersion come first, typeMeta relies on it.
+	listFields = []field{
+		{"kind", kString, nil}, {"apiVersion", kString, nil},
+		{"metadata", kObject, listMetaFields}, {"items", kAny, nil},
+	}
+)
+
+// parseAuditTime parses what metav1.MicroTime accepts (RFC 3339 with
+// exactly 6 fraction digits) or what time.RFC3339Nano does.
+func parseAuditTime(s string) (int64, error) {
+	t, err := time.Parse("2006-01-02T15:04:05.000000Z07:00", s)
+	if err != nil {
+		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return 0, fmt.Errorf("invalid time %q", s)
+		}
+	}
+	return unixNS(t), nil
+}
+
+// bodyMeta locates what cpid reads in a request or response body: the last
+// value of each key of interest, whatever its type.
+type bodyMeta struct {
+	name, uid, rv          span
+	annotations, ownerRefs span // only when an object and an array
+	cpid, ancestors        span
+}
+
+func readBody(b []byte, v span, x index) (m bodyMeta) {
+	var meta, ann, owners span
+	var mb member
+	for it := x.members(b, v.s); it.next(&mb); {
+		if keyIs(b, &mb, "metadata") {
+			meta = span{mb.valStart, mb.valEnd}
+		}
+	}
+	if !meta.ok() {
+		return m
+	}
+	for it := x.members(b, meta.s); it.next(&mb); {
+		val := span{mb.valStart, mb.valEnd}
+		switch string(mb.key(b)) {
+		case "name":
+			m.name = val
+		case "uid":
+			m.uid = val
+		case "resourceVersion":
+			m.rv = val
+		case "annotations":
+			ann = val
+		case "ownerReferences":
+			owners = val
+		}
+	}
+	if ann.ok() && b[ann.s] == '{' {
+		m.annotations = ann
+		for it := x.members(b, ann.s); it.next(&mb); {
+			switch string(mb.key(b)) {
+			case keyCPID:
+				m.cpid = span{mb.valStart, mb.valEnd}
+			case keyAncestors:
+				m.ancestors = span{mb.valStart, mb.valEnd}
+			}
+		}
+	}
+	if owners.ok() && b[owners.s] == '[' {
+		m.ownerRefs = owners
+	}
+	return m
+}
+
+func keyIs(b []byte, m *member, name string) bool {
+	return string(m.key(b)) == name
+}
+
+// lastApplied is the annotation where kubectl apply keeps the whole object,
+// Secret data included.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// redact removes the data of Secrets from a body of a request on secrets:
+// "data" and "stringData" (matched case-insensitively) and the
+// last-applied-configuration annotation, of the object itself, of each
+// element of "items" (lists) and of each rows[].object (tables). A non-empty
+// array body is a JSON patch, which can carry data anywhere: it is dropped
+// whole. It returns body itself when nothing was removed.
+func redact(body []byte) ([]byte, bool) {
+	switch {
+	case len(body) == 0:
+		return body, false
+	case body[0] == '[':
+		if len(body) > 2 {
+			return nil, true
+		}
+		return body, false
+	case body[0] != '{':
+		return body, false
+	}
+	removed := false
+	out := editObject(nil, body, func(k, v []byte) []byte {
+		switch {
+		case string(k) == "items" && v[0] == '[':
+			return editArray(v, func(e []byte) []byte {
+				nv, r := redactSecret(e)
+				removed = removed || r
+				return nv
+			})
+		case string(k) == "rows" && v[0] == '[':
+			return editArray(v, func(e []byte) []byte {
+				if e[0] != '{' {
+					return e
+				}
+				return editObject(nil, e, func(k, v []byte) []byte {
+					if string(k) != "object" {
+						return v
+					}
+					nv, r := redactSecret(v)
+					removed = removed || r
+					return nv
+				})
+			})
+		}
+		nv, r := secretMember(k, v)
+		removed = removed || r
+		return nv
+	})
+	if !removed {
+		return body, false
+	}
+	return out, true
+}
+
+// redactSecret removes the data of one Secret object.
+func redactSecret(obj []byte) ([]byte, bool) {
+	if obj[0] != '{' {
+		return obj, false
+	}
+	removed := false
+	out := editObject(nil, obj, func(k, v []byte) []byte {
+		nv, r := secretMember(k, v)
+		removed = removed || r
+		return nv
+	})
+	return out, removed
+}
+
+// secretMember returns the redacted value of a Secret's member, nil to drop it.
+func secretMember(k, v []byte) ([]byte, bool) {
+	if bytes.EqualFold(k, []byte("data")) || bytes.EqualFold(k, []byte("stringData")) {
+		return nil, true
+	}
+	if string(k) != "metadata" || v[0] != '{' {
+		return v, false
+	}
+	removed := false
+	out := editObject(nil, v, func(k, v []byte) []byte {
+		if string(k) != "annotations" || v[0] != '{' {
+			return v
+		}
+		return editObject(nil, v, func(k, v []byte) []byte {
+			if string(k) == lastApplied {
+				removed = true
+				return nil
+			}
+			return v
+		})
+	})
+	return out, removed
+}
+
+// editObject appends the compact object obj to dst with each member's value
+// replaced by edit(key, value); a nil result drops the member.
+func editObject(dst, obj []byte, edit func(k, v []byte) []byte) []byte {
+	dst = append(dst, '{')
+	first := true
+	var m member
+	for it := members(obj, 0); it.next(&m); {
+		nv := edit(m.key(obj), obj[m.valStart:m.valEnd])
+		if nv == nil {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, obj[m.start:m.valStart]...)
+		dst = append(dst, nv...)
+	}
+	return append(dst, '}')
+}
+
+// editArray returns the compact array arr with each element replaced by edit.
+func editArray(arr []byte, edit func(e []byte) []byte) []byte {
+	dst := []byte{'['}
+	for it := elems(arr, 0); ; {
+		s, e, ok := it.next()
+		if !ok {
+			break
+		}
+		if len(dst) > 1 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, edit(arr[s:e])...)
+	}
+	return append(dst, ']')
+}

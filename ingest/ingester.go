@@ -1,0 +1,279 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// Ingester reads inputs, decodes every line and stores the records through a
+// Sink in batches. A bad line is counted and reported with its file:line and
+// the run goes on; an input that cannot be read is reported and the run goes
+// on with the next.
+type Ingester struct {
+	Sink   Sink
+	Walker Walker
+	// BatchSize is the number of records per transaction. Default 5000.
+	BatchSize int
+	// Progress, when set, is called about every ProgressEvery with the
+	// counts so far, from a goroutine of its own.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+	// KeepBad is how many bad lines the summary keeps with their reason.
+	// Default 20; all are counted.
+	KeepBad int
+}
+
+// Progress is a snapshot of a running ingest.
+type Progress struct {
+	Elapsed   time.Duration
+	DiskBytes int64 // bytes read from files (compressed, as stored)
+	Bytes     int64 // bytes decoded (after decompression)
+	Records   int64 // audit events and log records decoded
+	TotalDisk int64 // size on disk of all inputs, 0 when unknown (stdin)
+	File      string
+}
+
+// Summary is what an ingest did.
+type Summary struct {
+	Files      []FileStats
+	Bytes      int64
+	DiskBytes  int64
+	Elapsed    time.Duration
+	Events     map[StageLevel]int // decoded audit events
+	Components map[string]int     // decoded log records by component
+	Written    Written
+	Redacted   int // events whose Secret data was removed
+	Bad        int
+	BadLines   []*LineError // the first KeepBad of them
+	Notices    []Notice
+	// ReadErrors are inputs that could not be read, or not to their end.
+	ReadErrors []error
+}
+
+// StageLevel keys the audit event counts.
+type StageLevel struct{ Stage, Level string }
+
+// FileStats counts one input file (a bundle counts its members together).
+type FileStats struct {
+	Name                     string
+	Lines, Audits, Logs, Bad int
+}
+
+// Run ingests paths ("-" is standard input) and returns what it did. The
+// error is non-nil only when the store failed or ctx ended; inputs that could
+// not be read are in Summary.ReadErrors.
+func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
+	start := time.Now()
+	sum := &Summary{Events: map[StageLevel]int{}, Components: map[string]int{}}
+	keep := in.KeepBad
+	if keep == 0 {
+		keep = 20
+	}
+	size := in.BatchSize
+	if size <= 0 {
+		size = 5000
+	}
+	w := in.Walker
+	w.Notice = func(n Notice) { sum.Notices = append(sum.Notices, n) }
+	var disk, decoded, records atomic.Int64
+	var current atomic.Value
+	current.Store("")
+	w.Counted = func(r io.Reader) io.Reader { return &atomicCounter{r: r, n: &disk} }
+
+	files, err := w.Files(paths)
+	if err != nil {
+		sum.ReadErrors = append(sum.ReadErrors, err)
+	}
+	var total int64
+	for _, f := range files {
+		total += fileSize(f)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if in.Progress != nil {
+		every := in.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		go func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					in.Progress(Progress{Elapsed: time.Since(start), DiskBytes: disk.Load(), Bytes: decoded.Load(),
+						Records: records.Load(), TotalDisk: total, File: current.Load().(string)})
+				}
+			}
+		}()
+	}
+
+	// The decoder fills batches; this goroutine writes them. Two batches
+	// circulate so decoding and writing overlap.
+	full := make(chan *Batch, 1)
+	free := make(chan *Batch, 2)
+	free <- &Batch{}
+	free <- &Batch{}
+	decErr := make(chan error, 1)
+	go func() {
+		defer close(full)
+		b := <-free
+		flush := func() bool {
+			if b.Len() == 0 {
+				return true
+			}
+			select {
+			case full <- b:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case b = <-free:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for _, f := range files {
+			current.Store(f)
+			fs := FileStats{Name: f}
+			err := w.Read(ctx, f, func(s Stream) error {
+				return in.decodeStream(s, &fs, sum, keep, func(a *Audit, l *Log) bool {
+					records.Add(1)
+					if a != nil {
+						b.Audits = append(b.Audits, *a)
+					} else {
+						b.Logs = append(b.Logs, *l)
+					}
+					if b.Len() >= size {
+						return flush()
+					}
+					return true
+				}, &decoded)
+			})
+			sum.Files = append(sum.Files, fs)
+			if err != nil {
+				if ctx.Err() != nil {
+					decErr <- ctx.Err()
+					return
+				}
+				sum.ReadErrors = append(sum.ReadErrors, fmt.Errorf("%s: %w", f, err))
+			}
+		}
+		flush()
+		decErr <- nil
+	}()
+
+	var werr error
+	for b := range full {
+		if werr == nil {
+			var n Written
+			n, werr = in.Sink.Write(ctx, b)
+			sum.Written.Add(n)
+			if werr != nil {
+				cancel()
+			}
+		}
+		b.Reset()
+		free <- b
+	}
+	derr := <-decErr
+	sum.Elapsed = time.Since(start)
+	sum.DiskBytes = disk.Load()
+	sum.Bytes = decoded.Load()
+	if werr != nil {
+		return sum, fmt.Errorf("store: %w", werr)
+	}
+	if derr != nil && !errors.Is(derr, context.Canceled) {
+		return sum, derr
+	}
+	return sum, ctx.Err()
+}
+
+// decodeStream decodes the lines of one stream and hands each record to emit,
+// which returns false to stop.
+func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int,
+	emit func(*Audit, *Log) bool, decoded *atomic.Int64) error {
+	lim := in.Walker.Limits.withDefaults()
+	lr := newLineReader(s.R, lim.MaxLine)
+	var cri CRI
+	bad := func(line int, reason string) {
+		fs.Bad++
+		sum.Bad++
+		if len(sum.BadLines) < keep {
+			sum.BadLines = append(sum.BadLines, &LineError{Pos: Pos{File: s.Name, Line: line}, Reason: reason})
+		}
+	}
+	for {
+		raw, n, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		var tooLong errLineTooLong
+		if errors.As(err, &tooLong) {
+			fs.Lines++
+			bad(n, err.Error())
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fs.Lines++
+		decoded.Add(int64(len(raw)) + 1)
+		line, ok, err := cri.Feed(raw)
+		if err != nil {
+			bad(n, err.Error())
+			continue
+		}
+		if !ok {
+			continue // a CRI partial: the rest follows
+		}
+		audits, rec, err := DecodeLine(line)
+		if err != nil {
+			bad(n, err.Error())
+			continue
+		}
+		pos := Pos{File: s.Name, Line: n}
+		for i := range audits {
+			a := Audit{AuditEvent: audits[i], Pos: pos}
+			fs.Audits++
+			sum.Events[StageLevel{a.Stage, a.Level}]++
+			if a.Redacted {
+				sum.Redacted++
+			}
+			if !emit(&a, nil) {
+				return context.Canceled
+			}
+		}
+		if rec != nil {
+			l := Log{LogRecord: *rec, Pos: pos}
+			fs.Logs++
+			sum.Components[l.Component]++
+			if !emit(nil, &l) {
+				return context.Canceled
+			}
+		}
+	}
+	if err := cri.End(); err != nil {
+		bad(lr.line, err.Error())
+	}
+	return nil
+}
+
+type atomicCounter struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *atomicCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}

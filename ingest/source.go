@@ -1,0 +1,378 @@
+package ingest
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits bound what the readers accept, so that a hostile or broken bundle
+// cannot exhaust memory or disk. Zero fields take the defaults.
+type Limits struct {
+	// MaxLine is the longest line kept; longer ones are reported and skipped
+	// without being held in memory. Default 16 MiB.
+	MaxLine int
+	// MaxInflateRatio is the most decompressed bytes per compressed byte a
+	// gzip stream may produce once past InflateFloor. Default 1000 (real audit
+	// logs compress about 10 to 30 times).
+	MaxInflateRatio int64
+	// InflateFloor is how many decompressed bytes are always allowed before
+	// MaxInflateRatio applies. Default 256 MiB.
+	InflateFloor int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxLine <= 0 {
+		l.MaxLine = 16 << 20
+	}
+	if l.MaxInflateRatio <= 0 {
+		l.MaxInflateRatio = 1000
+	}
+	if l.InflateFloor <= 0 {
+		l.InflateFloor = 256 << 20
+	}
+	return l
+}
+
+// Stream is one input to decode: a plain file, a decompressed .gz, a member
+// of a tar bundle, or standard input.
+type Stream struct {
+	// Name is the path as given (a bundle member is "bundle.tgz!dir/file").
+	Name string
+	R    io.Reader
+}
+
+// Notice is something a reader skipped or refused, with its reason. It is
+// reported in the ingest summary; it does not stop the run.
+type Notice struct {
+	Name   string
+	Reason string
+}
+
+func (n Notice) String() string { return n.Name + ": " + n.Reason }
+
+// ErrInflateLimit is returned by a stream whose decompressed size broke
+// Limits.MaxInflateRatio.
+var ErrInflateLimit = errors.New("decompressed size exceeds the inflate limit (decompression bomb?)")
+
+// Walker finds the streams under a list of paths and reads them in order.
+type Walker struct {
+	Limits Limits
+	Stdin  io.Reader
+	// Notice is called for each skipped input; nil ignores them.
+	Notice func(Notice)
+	// Counted, when set, is wrapped around every file read from disk, so the
+	// caller can measure bytes read for progress.
+	Counted func(io.Reader) io.Reader
+}
+
+// Files expands paths into the files to read, in reading order: directories
+// recursively; in each directory the rotated backups of a log before the log
+// itself, oldest first by the time (or number) in their names. "-" stands for
+// standard input. It fails when a path cannot be read at all.
+func (w *Walker) Files(paths []string) ([]string, error) {
+	var out []string
+	var errs []error
+	for _, p := range paths {
+		if p == "-" {
+			out = append(out, p)
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		var files []string
+		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
+			if err != nil {
+				errs = append(errs, err)
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			switch {
+			case d.IsDir():
+				return nil
+			case d.Type().IsRegular():
+				files = append(files, fp)
+			case d.Type()&fs.ModeSymlink != 0:
+				// Follow links to files (kubelet's /var/log/containers
+				// are links), never to directories: no loops.
+				if t, err := os.Stat(fp); err == nil && t.Mode().IsRegular() {
+					files = append(files, fp)
+				} else {
+					w.notice(fp, "symbolic link to something other than a file: skipped")
+				}
+			default:
+				w.notice(fp, "not a regular file: skipped")
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		sortRotated(files)
+		out = append(out, files...)
+	}
+	return out, errors.Join(errs...)
+}
+
+func (w *Walker) notice(name, reason string) {
+	if w.Notice != nil {
+		w.Notice(Notice{Name: name, Reason: reason})
+	}
+}
+
+// Read opens one path from Files and calls fn for each stream in it: the file
+// itself, its decompressed content, or each member of a tar bundle. fn must
+// consume the stream before returning. The error is about the input as a
+// whole (cannot open, corrupt compression, inflate limit); errors of fn are
+// returned as they are.
+func (w *Walker) Read(ctx context.Context, name string, fn func(Stream) error) error {
+	var r io.Reader
+	if name == "-" {
+		if w.Stdin == nil {
+			return errors.New("standard input is not available")
+		}
+		r = w.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	if w.Counted != nil {
+		r = w.Counted(r)
+	}
+	return w.read(ctx, name, r, fn, 0, false)
+}
+
+// read sniffs the content (not the name) for gzip and tar. gz counts the
+// gzip layers already opened: a .gz member of a .tgz bundle is two, more is
+// refused, and so is a tar inside a tar.
+func (w *Walker) read(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int, inTar bool) error {
+	lim := w.Limits.withDefaults()
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(512)
+	if isGzip(head) {
+		if gz >= 2 {
+			w.notice(name, "compressed more than twice over: skipped")
+			return nil
+		}
+		cr := &countReader{r: br}
+		zr, err := gzip.NewReader(cr)
+		if err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		lr := &inflateLimit{r: zr, in: cr, lim: lim}
+		return w.read(ctx, name, lr, fn, gz+1, inTar)
+	}
+	if isTar(head) {
+		if inTar {
+			w.notice(name, "tar archive inside a tar archive: skipped")
+			return nil
+		}
+		return w.readTar(ctx, name, br, fn, gz)
+	}
+	if isBinary(head) {
+		w.notice(name, "binary content: skipped")
+		return nil
+	}
+	return fn(Stream{Name: name, R: br})
+}
+
+// readTar reads a tar bundle as a stream, never extracting it: member names
+// are only labels, so absolute paths and ".." cannot escape anywhere. Links
+// and special files are skipped; members are read in archive order.
+func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int) error {
+	tr := tar.NewReader(r)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("tar: %w", err)
+		}
+		member := name + "!" + cleanMember(h.Name)
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeDir, tar.TypeXGlobalHeader:
+			continue
+		case tar.TypeSymlink, tar.TypeLink:
+			w.notice(member, "link inside a bundle: skipped")
+			continue
+		default:
+			w.notice(member, fmt.Sprintf("tar entry of type %q: skipped", h.Typeflag))
+			continue
+		}
+		if unsafeMember(h.Name) {
+			w.notice(member, fmt.Sprintf("unsafe member name %q: read as %q, nothing is extracted", h.Name, cleanMember(h.Name)))
+		}
+		if err := w.read(ctx, member, tr, fn, gz, true); err != nil {
+			var le *LineError
+			if errors.As(err, &le) || errors.Is(err, context.Canceled) {
+				return err
+			}
+			return fmt.Errorf("%s: %w", member, err)
+		}
+	}
+}
+
+// cleanMember turns a tar member name into a relative slash path without
+// "..", a leading "/" or "./".
+func cleanMember(n string) string {
+	c := path.Clean("/" + strings.ReplaceAll(n, "\\", "/"))
+	return strings.TrimPrefix(c, "/")
+}
+
+// unsafeMember reports a name that would escape the extraction directory if
+// someone extracted the bundle: absolute, or with a ".." element.
+func unsafeMember(n string) bool {
+	n = strings.ReplaceAll(n, "\\", "/")
+	if path.IsAbs(n) {
+		return true
+	}
+	for _, e := range strings.Split(n, "/") {
+		if e == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
+
+func isTar(b []byte) bool {
+	return len(b) >= 262 && string(b[257:262]) == "ustar"
+}
+
+// isBinary reports content that is not text: a NUL byte in the first 512.
+func isBinary(b []byte) bool { return bytes.IndexByte(b, 0) >= 0 }
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// inflateLimit fails a decompressing reader whose output outgrows its input
+// by more than the allowed ratio (past a floor).
+type inflateLimit struct {
+	r   io.Reader
+	in  *countReader
+	out int64
+	lim Limits
+}
+
+func (l *inflateLimit) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.out += int64(n)
+	if l.out > l.lim.InflateFloor && l.out/max(l.in.n, 1) > l.lim.MaxInflateRatio {
+		return n, fmt.Errorf("%w: %d bytes from %d compressed", ErrInflateLimit, l.out, l.in.n)
+	}
+	return n, err
+}
+
+var (
+	// lumberjack (kube-apiserver --audit-log-path rotation):
+	// audit-2006-01-02T15-04-05.000.log and .log.gz
+	lumberjackRe = regexp.MustCompile(`^(.*)-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3})(\.[^.]+)(\.gz)?$`)
+	// kubelet container logs: 0.log.20060102-150405 and .gz
+	kubeletRe = regexp.MustCompile(`^(.*\.log)\.(\d{8}-\d{6})(\.gz)?$`)
+	// logrotate numbering: x.log.1 (newest backup), x.log.2.gz ...
+	numberedRe = regexp.MustCompile(`^(.*)\.(\d+)(\.gz)?$`)
+)
+
+// rotation returns the name of the live file that a rotated backup belongs to
+// and its age order (larger is newer); the live file itself has MaxInt64.
+func rotation(base string) (family string, order int64) {
+	if m := lumberjackRe.FindStringSubmatch(base); m != nil {
+		if t, err := time.Parse("2006-01-02T15-04-05.000", m[2]); err == nil {
+			return m[1] + m[3], t.UnixNano()
+		}
+	}
+	if m := kubeletRe.FindStringSubmatch(base); m != nil {
+		if t, err := time.Parse("20060102-150405", m[2]); err == nil {
+			return m[1], t.UnixNano()
+		}
+	}
+	if m := numberedRe.FindStringSubmatch(base); m != nil {
+		if n, err := strconv.ParseInt(m[2], 10, 64); err == nil && n < 1000 {
+			return m[1], -n
+		}
+	}
+	return strings.TrimSuffix(base, ".gz"), math.MaxInt64
+}
+
+// sortRotated orders files by directory, then by the log they belong to, then
+// oldest backup first and the live file last.
+func sortRotated(files []string) {
+	type key struct {
+		dir, family string
+		order       int64
+		name        string
+	}
+	keys := make(map[string]key, len(files))
+	for _, f := range files {
+		dir, base := filepath.Split(f)
+		fam, ord := rotation(base)
+		keys[f] = key{dir, fam, ord, base}
+	}
+	sort.SliceStable(files, func(i, j int) bool {
+		a, b := keys[files[i]], keys[files[j]]
+		if a.dir != b.dir {
+			return a.dir < b.dir
+		}
+		if a.family != b.family {
+			return a.family < b.family
+		}
+		if a.order != b.order {
+			return a.order < b.order
+		}
+		return a.name < b.name
+	})
+}
+
+func fileSize(name string) int64 {
+	if name == "-" {
+		return 0
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

@@ -1,0 +1,73 @@
+package sqlite
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cpid-dev/cpid/ingest"
+)
+
+// fixtureEvents decodes every audit event of the real fixture.
+func fixtureEvents(b *testing.B) []ingest.AuditEvent {
+	b.Helper()
+	files, _ := filepath.Glob("../fixtures/basic/bundle/audit/*")
+	var evs []ingest.AuditEvent
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r io.Reader = fh
+		if filepath.Ext(f) == ".gz" {
+			if r, err = gzip.NewReader(fh); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			e, err := ingest.DecodeAudit(sc.Bytes())
+			if err != nil {
+				b.Fatal(err)
+			}
+			evs = append(evs, e...)
+		}
+		fh.Close()
+	}
+	return evs
+}
+
+// BenchmarkWrite measures the store alone: batches of 5000 real-shaped audit
+// events, each with a fresh hash, one transaction per batch.
+func BenchmarkWrite(b *testing.B) {
+	evs := fixtureEvents(b)
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	batch := &ingest.Batch{}
+	var bytes int64
+	for _, e := range evs {
+		bytes += int64(len(e.RequestObject) + len(e.ResponseObject) + len(e.RequestURI) + len(e.UserAgent) + 200)
+	}
+	b.SetBytes(bytes / int64(len(evs)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e := evs[i%len(evs)]
+		binary.LittleEndian.PutUint64(e.Hash[:], uint64(i))
+		batch.Audits = append(batch.Audits, ingest.Audit{AuditEvent: e, Pos: ingest.Pos{File: "bench", Line: i}})
+		if len(batch.Audits) == 5000 || i == b.N-1 {
+			if _, err := s.Write(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+}

@@ -1,0 +1,213 @@
+// Package sqlite is cpid's embedded store: a SQLite database in WAL mode with
+// one writer connection, a separate pool of readers, and embedded migrations.
+// It owns every SQL string of the project.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Store is an open cpid database.
+type Store struct {
+	path string
+	// w is the only connection that writes: SQLite allows one writer at a
+	// time, and funnelling writes through one connection turns lock waits
+	// into a queue in Go instead of SQLITE_BUSY retries.
+	w *sql.DB
+	// r is a pool of query-only connections; in WAL mode they read a
+	// consistent snapshot while the writer commits.
+	r *sql.DB
+
+	fileIDs map[string]int64 // path -> files.id, owned by the writer
+}
+
+// Open opens (creating if needed, with mode 0600) the database at path and
+// applies any migrations it has not seen yet.
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// Create the file ourselves so its mode is 0600 whatever the umask;
+	// SQLite gives the -wal and -shm files the mode of the database file.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	f.Close()
+
+	w, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	r, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	s := &Store{path: abs, w: w, r: r, fileIDs: map[string]int64{}}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn builds a file: URI so that the driver applies every option; a plain
+// path with a query string would be taken as part of the file name.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	if readOnly {
+		q.Add("_pragma", "query_only(ON)")
+	} else {
+		// EXPERIMENT
+		q.Add("_pragma", "cache_size(-131072)")
+		// BEGIN IMMEDIATE takes the write lock up front, so a transaction
+		// never fails half way on a lock upgrade.
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Path is the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(name, ".sql") {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
+		}
+		b, err := migrationFS.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share a version", ms[i-1].name, ms[i].name)
+		}
+	}
+	return ms, nil
+}
+
+// migrate applies, in order and each in its own transaction, the embedded
+// migrations not yet recorded in schema_migrations.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_ns INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := s.w.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[v] = true
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].version
+	for v := range applied {
+		if v > latest {
+			return fmt.Errorf("database has schema version %d, newer than this cpid-tui knows (%d): upgrade cpid-tui", v, latest)
+		}
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES (?, ?, ?)`,
+				m.version, m.name, time.Now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion is the highest migration applied to the database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// tx runs fn in one write transaction, committing when it returns nil.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

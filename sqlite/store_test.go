@@ -1,0 +1,188 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cpid-dev/cpid/ingest"
+)
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "cpid.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestOpenSettings(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	fi, err := os.Stat(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Errorf("database mode = %o, want 600", m)
+	}
+	for _, c := range []struct {
+		pool   string
+		pragma string
+		want   string
+	}{
+		{"writer", "journal_mode", "wal"},
+		{"writer", "synchronous", "1"},
+		{"writer", "busy_timeout", "10000"},
+		{"writer", "foreign_keys", "1"},
+		{"writer", "query_only", "0"},
+		{"reader", "journal_mode", "wal"},
+		{"reader", "synchronous", "1"},
+		{"reader", "busy_timeout", "10000"},
+		{"reader", "query_only", "1"},
+	} {
+		db := s.w
+		if c.pool == "reader" {
+			db = s.r
+		}
+		var got string
+		if err := db.QueryRowContext(ctx, "PRAGMA "+c.pragma).Scan(&got); err != nil {
+			t.Fatalf("%s PRAGMA %s: %v", c.pool, c.pragma, err)
+		}
+		if got != c.want {
+			t.Errorf("%s PRAGMA %s = %s, want %s", c.pool, c.pragma, got, c.want)
+		}
+	}
+	if _, err := s.r.ExecContext(ctx, `DELETE FROM files`); err == nil {
+		t.Error("reader pool accepted a write")
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil || v < 1 {
+		t.Errorf("SchemaVersion = %d, %v", v, err)
+	}
+}
+
+func TestMigrationsRecordedOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpid.db")
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		s, err := Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		ms, _ := migrations()
+		if n != len(ms) {
+			t.Errorf("open %d: %d migrations recorded, want %d", i+1, n, len(ms))
+		}
+		s.Close()
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpid.db")
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (9999, '9999_future.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(ctx, path); err == nil {
+		t.Fatal("Open accepted a database from a newer cpid-tui")
+	}
+}
+
+func TestWriteIdempotent(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	ev := func(id, stage string, h byte) ingest.Audit {
+		return ingest.Audit{
+			AuditEvent: ingest.AuditEvent{Hash: [16]byte{h}, AuditID: id, Stage: stage, Level: "RequestResponse",
+				Verb: "create", Resource: "pods", Namespace: "default", Name: "web-1", Code: 201,
+				CPID: "c1", CPIDAncestors: []string{"a", "b"}, ResponseObject: []byte(`{"kind":"Pod"}`)},
+			Pos: ingest.Pos{File: "audit.log", Line: int(h)},
+		}
+	}
+	b := &ingest.Batch{
+		Audits: []ingest.Audit{ev("x", "ResponseStarted", 1), ev("x", "ResponseComplete", 2), ev("x", "ResponseComplete", 2)},
+		Logs: []ingest.Log{{LogRecord: ingest.LogRecord{Hash: [16]byte{9}, TimeNS: 5, Level: "info", Component: "c", Msg: "m",
+			Fields: []byte(`{"msg":"m"}`)}, Pos: ingest.Pos{File: "kcm.log", Line: 1}}},
+	}
+	w, err := s.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w != (ingest.Written{Audits: 2, AuditDups: 1, Logs: 1}) {
+		t.Errorf("first write = %+v", w)
+	}
+	before := dump(t, s)
+	w, err = s.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w != (ingest.Written{AuditDups: 3, LogDups: 1}) {
+		t.Errorf("second write = %+v", w)
+	}
+	if after := dump(t, s); after != before {
+		t.Errorf("second write changed the tables:\nbefore %s\nafter  %s", before, after)
+	}
+	var anc, body string
+	if err := s.r.QueryRowContext(ctx, `SELECT e.cpid_ancestors, b.response_object FROM audit_events e
+		JOIN audit_bodies b ON b.event_id = e.id WHERE e.stage = 'ResponseComplete'`).Scan(&anc, &body); err != nil {
+		t.Fatal(err)
+	}
+	if anc != `["a","b"]` || body != `{"kind":"Pod"}` {
+		t.Errorf("stored ancestors %s body %s", anc, body)
+	}
+}
+
+// dump renders every row of every table, for before/after comparisons.
+func dump(t *testing.T, s *Store) string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var out strings.Builder
+	for _, tb := range tables {
+		rows, err := s.r.QueryContext(ctx, `SELECT * FROM "`+tb+`" ORDER BY rowid`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&out, "%s%v\n", tb, vals)
+		}
+		rows.Close()
+	}
+	return out.String()
+}

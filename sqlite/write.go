@@ -1,0 +1,153 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cpid-dev/cpid/ingest"
+)
+
+const insertAudit = `INSERT OR IGNORE INTO audit_events(
+	hash, audit_id, stage, level, verb, request_uri, api_group, api_version, resource, subresource,
+	namespace, name, uid, resource_version, username, user_agent, source_ips, code, received_ns, stage_ns,
+	cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line)
+VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?)`
+
+const insertBody = `INSERT INTO audit_bodies(event_id, request_object, response_object, response_status) VALUES (?,?,?,?)`
+
+const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line)
+VALUES (?,?,?,?,?,?,?,?,?)`
+
+// Write stores a batch in one transaction. Records whose hash is already
+// stored are skipped and counted as duplicates, so writing the same batch
+// twice changes nothing.
+func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, error) {
+	var res ingest.Written
+	newFiles := map[string]int64{}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		fileID := func(path string) (int64, error) {
+			if id, ok := s.fileIDs[path]; ok {
+				return id, nil
+			}
+			if id, ok := newFiles[path]; ok {
+				return id, nil
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO files(path) VALUES (?)`, path); err != nil {
+				return 0, err
+			}
+			var id int64
+			if err := tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path = ?`, path).Scan(&id); err != nil {
+				return 0, err
+			}
+			newFiles[path] = id
+			return id, nil
+		}
+		if len(b.Audits) > 0 {
+			ins, err := tx.PrepareContext(ctx, insertAudit)
+			if err != nil {
+				return err
+			}
+			defer ins.Close()
+			body, err := tx.PrepareContext(ctx, insertBody)
+			if err != nil {
+				return err
+			}
+			defer body.Close()
+			for i := range b.Audits {
+				a := &b.Audits[i]
+				fid, err := fileID(a.File)
+				if err != nil {
+					return err
+				}
+				r, err := ins.ExecContext(ctx, a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI,
+					a.APIGroup, a.APIVersion, a.Resource, a.Subresource, a.Namespace, a.Name, a.UID,
+					a.ResourceVersion, a.Username, a.UserAgent, jsonStrings(a.SourceIPs), nullInt(a.Code),
+					a.ReceivedNS, a.StageNS, nullString(a.CPID), jsonStrings(a.CPIDAncestors),
+					rawJSON(a.OwnerRefs), rawJSON(a.Annotations), a.Redacted, fid, a.Line)
+				if err != nil {
+					return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
+				}
+				if n, _ := r.RowsAffected(); n == 0 {
+					res.AuditDups++
+					continue
+				}
+				res.Audits++
+				if a.RequestObject == nil && a.ResponseObject == nil && a.ResponseStatus == nil {
+					continue
+				}
+				id, err := r.LastInsertId()
+				if err != nil {
+					return err
+				}
+				if _, err := body.ExecContext(ctx, id, rawJSON(a.RequestObject), rawJSON(a.ResponseObject),
+					rawJSON(a.ResponseStatus)); err != nil {
+					return fmt.Errorf("insert audit body %s: %w", a.Pos, err)
+				}
+			}
+		}
+		if len(b.Logs) > 0 {
+			ins, err := tx.PrepareContext(ctx, insertLog)
+			if err != nil {
+				return err
+			}
+			defer ins.Close()
+			for i := range b.Logs {
+				l := &b.Logs[i]
+				fid, err := fileID(l.File)
+				if err != nil {
+					return err
+				}
+				r, err := ins.ExecContext(ctx, l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg,
+					nullString(l.CPID), rawJSON(l.Fields), fid, l.Line)
+				if err != nil {
+					return fmt.Errorf("insert log record %s: %w", l.Pos, err)
+				}
+				if n, _ := r.RowsAffected(); n == 0 {
+					res.LogDups++
+					continue
+				}
+				res.Logs++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ingest.Written{}, err
+	}
+	for p, id := range newFiles {
+		s.fileIDs[p] = id
+	}
+	return res, nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// rawJSON stores JSON as TEXT so that SQLite's json functions apply.
+func rawJSON(b json.RawMessage) any {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	return string(b)
+}
+
+func jsonStrings(ss []string) any {
+	if len(ss) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(ss)
+	return string(b)
+}
