@@ -10,11 +10,14 @@ import (
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
-// Watermark is where the last reconstruct stopped.
+// Watermark is where the last reconstruct stopped. Writes received up to
+// CutoffNS are final; later ones were processed provisionally and are
+// redone by the next run, which goes on from EngineData, the engine's state
+// at the cutoff.
 type Watermark struct {
-	EventID    int64 // the last audit_events.id processed
-	ReceivedNS int64 // the latest receive time processed
-	LogID      int64 // the last log_records.id processed
+	CutoffNS   int64
+	EventID    int64 // the last audit_events.id seen
+	LogID      int64 // the last log_records.id seen
 	HasState   bool
 	EngineData []byte
 }
@@ -36,8 +39,8 @@ func (s *Store) ReconstructWatermark(ctx context.Context) (Watermark, error) {
 		switch k {
 		case "event_id":
 			w.EventID, _ = v.(int64)
-		case "received_ns":
-			w.ReceivedNS, _ = v.(int64)
+		case "cutoff_ns":
+			w.CutoffNS, _ = v.(int64)
 		case "log_id":
 			w.LogID, _ = v.(int64)
 		case "engine":
@@ -48,17 +51,24 @@ func (s *Store) ReconstructWatermark(ctx context.Context) (Watermark, error) {
 	return w, rows.Err()
 }
 
-// Pending counts the events and log records ingested since the watermark,
-// and the earliest time a new write was received.
-func (s *Store) Pending(ctx context.Context, w Watermark) (events, logs int64, minReceivedNS int64, err error) {
-	err = s.r.QueryRowContext(ctx, `SELECT count(*), COALESCE(min(received_ns), 0) FROM audit_events WHERE id > ?
+// Late counts the writes ingested since the watermark that were received
+// before its cutoff: they would change what is final, so the run must
+// rebuild.
+func (s *Store) Late(ctx context.Context, w Watermark) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE id > ? AND received_ns <= ?
 		AND stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`,
-		w.EventID).Scan(&events, &minReceivedNS)
-	if err != nil {
-		return
-	}
-	err = s.r.QueryRowContext(ctx, `SELECT count(*) FROM log_records WHERE id > ?`, w.LogID).Scan(&logs)
-	return
+		w.EventID, w.CutoffNS).Scan(&n)
+	return n, err
+}
+
+// LatestWrite returns the latest receive time of a write with id <= upToID.
+func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
+	var ns int64
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ?
+		AND stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`,
+		upToID).Scan(&ns)
+	return ns, err
 }
 
 // LastIDs returns the highest audit_events.id and log_records.id stored.
@@ -68,17 +78,17 @@ func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
 }
 
 // ScanWrites calls fn for every write event (final stage of create, update,
-// patch, delete, deletecollection) with id > afterID and id <= upToID, in
-// the order the apiserver received them, then id: a write can only have
+// patch, delete, deletecollection) received after afterNS, with id <= upToID,
+// in the order the apiserver received them, then id: a write can only have
 // been caused by writes received before it.
-func (s *Store) ScanWrites(ctx context.Context, afterID, upToID int64, fn func(*reconstruct.Event) error) error {
+func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*reconstruct.Event) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.api_version, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs, b.response_object, b.request_object
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.id > ? AND e.id <= ? AND e.stage IN ('ResponseComplete', 'Panic')
+		WHERE e.received_ns > ? AND e.id <= ? AND e.stage IN ('ResponseComplete', 'Panic')
 		  AND e.verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')
-		ORDER BY e.received_ns, e.id`, afterID, upToID)
+		ORDER BY e.received_ns, e.id`, afterNS, upToID)
 	if err != nil {
 		return err
 	}
@@ -121,11 +131,15 @@ func isObjectBody(sub, body string) bool {
 	return !bytes.HasPrefix(b, []byte(`{"kind":"Status"`)) && !bytes.HasPrefix(b, []byte(`{"kind":"Scale"`))
 }
 
-// ScanMergelogs calls fn for every stored mergelog, oldest first, to rebuild
-// the merge graph.
-func (s *Store) ScanMergelogs(ctx context.Context, fn func(reconstruct.Mergelog) error) error {
+// ScanMergelogs calls fn for every stored mergelog that is final at the
+// cutoff (from a log, or from a write received up to it), oldest first, to
+// rebuild the merge graph.
+func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(reconstruct.Mergelog) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT m.id, m.cpid, m.ts_ns, m.service, m.origin, COALESCE(s.source_cpid, '')
-		FROM mergelogs m LEFT JOIN mergelog_sources s ON s.mergelog_id = m.id ORDER BY m.id, s.pos`)
+		FROM mergelogs m LEFT JOIN mergelog_sources s ON s.mergelog_id = m.id
+		LEFT JOIN audit_events e ON e.id = m.event_id
+		WHERE m.event_id IS NULL OR e.received_ns <= ?
+		ORDER BY m.id, s.pos`, cutoffNS)
 	if err != nil {
 		return err
 	}
@@ -172,15 +186,19 @@ func (s *Store) ResetReconstruction(ctx context.Context) error {
 	})
 }
 
-// SaveReconstruction stores one run of the engine and the new watermark in
-// one transaction, then brings the summaries of the changes it touched and
-// the order of the objects it touched up to date.
-func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, w Watermark) error {
-	state, err := en.MarshalState()
-	if err != nil {
-		return err
-	}
+// SaveReconstruction stores one run of the engine and the new watermark (its
+// EngineData the state at w.CutoffNS) in one transaction: it first deletes
+// what the previous run derived provisionally from writes received after
+// redoFromNS (the previous cutoff; pass -1 after ResetReconstruction), then
+// stores the run's output, and brings the summaries of the changes and the
+// order of the objects it touched up to date.
+func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, w Watermark, redoFromNS int64) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if redoFromNS >= 0 {
+			if err := deleteProvisional(ctx, tx, redoFromNS); err != nil {
+				return err
+			}
+		}
 		rev, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO revisions(event_id, api_group, resource, namespace,
 			name, seq, order_by, attempt, stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id,
 			cause_rule, change_id, hop_ns)
@@ -202,7 +220,7 @@ func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, 
 			}
 			objects[x.Key] = true
 		}
-		ml, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin) VALUES (?, ?, ?, ?)`)
+		ml, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id) VALUES (?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -213,7 +231,7 @@ func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, 
 		}
 		defer src.Close()
 		for _, m := range en.Mergelogs {
-			r, err := ml.ExecContext(ctx, m.CPID, m.TimeNS, m.Service, string(m.Origin))
+			r, err := ml.ExecContext(ctx, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID))
 			if err != nil {
 				return err
 			}
@@ -258,13 +276,29 @@ func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, 
 		if err := orderRevisions(ctx, tx, objects); err != nil {
 			return err
 		}
-		for k, v := range map[string]any{"event_id": w.EventID, "received_ns": w.ReceivedNS, "log_id": w.LogID, "engine": state} {
+		for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(key, value) VALUES (?, ?)`, k, v); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// deleteProvisional deletes what was derived from writes received after ns.
+func deleteProvisional(ctx context.Context, tx *sql.Tx, ns int64) error {
+	for _, q := range []string{
+		`DELETE FROM revisions WHERE stage_ns > ?1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
+		`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id WHERE e.received_ns > ?1)`,
+		`DELETE FROM mergelogs WHERE event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
+		`DELETE FROM changes WHERE started_ns > ?1`,
+		`DELETE FROM anomalies WHERE event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, ns); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func nullInt64(n int64) any {

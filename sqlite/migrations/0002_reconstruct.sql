@@ -36,6 +36,7 @@ CREATE TABLE mergelogs (
   ts_ns   INTEGER NOT NULL,
   service TEXT    NOT NULL,
   origin  TEXT    NOT NULL,
+  event_id INTEGER REFERENCES audit_events(id), -- the write that showed it (annotation, inferred)
   UNIQUE (cpid, origin)
 );
 CREATE TABLE mergelog_sources (
@@ -80,7 +81,8 @@ CREATE TABLE anomalies (
 );
 
 -- reconstruct_state: where the last reconstruct stopped, and the engine's
--- state to go on from there.
+-- state to go on from there. Writes received after 'cutoff_ns' are
+-- provisional: the next run redoes them, with whatever arrived since.
 CREATE TABLE reconstruct_state (
   key   TEXT PRIMARY KEY,
   value BLOB

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cpid-dev/cpid/sqlite"
+)
+
+func init() {
+	register(command{name: "query", summary: "list changes, a change's timeline, related CPIDs (table, json, csv)", run: runQuery})
+}
+
+const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct first).
+
+  changes            root changes (a user's write), newest first:
+                     --sort time|duration|size, --filter TEXT, --limit N
+  timeline ID        every write of change ID in apiserver order: writer,
+                     object, the write that caused it and the hop latency;
+                     '*' marks the critical path to the last write
+  related CPID       the CPID and every CPID descending from it (paper Table 2)
+  origins CPID       the CPID and every CPID it descends from
+
+--output json gives, for changes: id, started_ns, settled_ns, user, verb,
+kind, namespace, name, writes, objects...; for a timeline entry: ns, writer,
+verb, kind, namespace, name, subresource, cause_ns, origin, critical...
+
+Examples:
+  cpid-tui query changes --sort duration --limit 5
+  cpid-tui query timeline 044d68ee-6a4f-47dc-a93e-da38a9ba0d77 --output json | jq '.[] | select(.critical)'`
+
+func runQuery(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "query", "changes|timeline ID|related CPID|origins CPID [flags]", queryHelp)
+	var db string
+	dbFlag(fs, &db)
+	out := fs.String("output", "table", "table, json or csv")
+	sort := fs.String("sort", "time", "changes: time, duration or size")
+	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
+	limit := fs.Int("limit", 50, "changes: at most this many")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	need := func(n int) error {
+		if len(pos) != n+1 {
+			fmt.Fprintf(e.stderr, "cpid-tui query %s takes %d argument(s)\n", pos[0], n)
+			return errUsage
+		}
+		return nil
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch pos[0] {
+	case "changes":
+		if err := need(0); err != nil {
+			return err
+		}
+		cs, err := st.Changes(ctx, sqlite.ChangeQuery{Filter: *filter, Sort: *sort, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		var rows [][]string
+		for _, c := range cs {
+			rows = append(rows, []string{clock(c.StartedNS), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
+				strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID})
+		}
+		if cs == nil {
+			cs = []sqlite.ChangeRow{}
+		}
+		return output(e.stdout, *out, []string{"STARTED", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"}, rows, cs)
+	case "timeline":
+		if err := need(1); err != nil {
+			return err
+		}
+		ts, err := st.Timeline(ctx, pos[1])
+		if err != nil {
+			return err
+		}
+		var rows [][]string
+		for _, t := range ts {
+			mark := " "
+			if t.Critical {
+				mark = "*"
+			}
+			verb := t.Verb + sub(t.Subresource)
+			if t.Attempt {
+				verb += fmt.Sprintf(" (failed %d)", t.Code)
+			}
+			hop := "-"
+			if t.CauseID != 0 {
+				hop = "+" + dur(t.HopNS)
+			}
+			rows = append(rows, []string{mark, clock(t.NS), dur(t.NS - ts[0].NS), t.Writer, verb, object(t.Kind, t.Namespace, t.Name), hop, t.Rule, t.Origin})
+		}
+		return output(e.stdout, *out, []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "RULE", "CPID FROM"}, rows, ts)
+	case "related", "origins":
+		if err := need(1); err != nil {
+			return err
+		}
+		f := st.Related
+		if pos[0] == "origins" {
+			f = st.Origins
+		}
+		ids, err := f(ctx, pos[1])
+		if err != nil {
+			return err
+		}
+		var rows [][]string
+		for _, id := range ids {
+			rows = append(rows, []string{id})
+		}
+		return output(e.stdout, *out, []string{"CPID"}, rows, ids)
+	}
+	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, related, origins)\n", pos[0])
+	return errUsage
+}
+
+func sub(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "/" + strings.TrimPrefix(s, "/")
+}

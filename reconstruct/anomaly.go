@@ -1,0 +1,72 @@
+package reconstruct
+
+import (
+	"crypto/sha1"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// anomalies flags what a reconstruction must not hide (seed 003: time travel
+// in Kubernetes):
+//   - rv-backwards: a successful write stored a resourceVersion lower than an
+//     earlier one of the same object, in apiserver time order (a replayed
+//     watch, or apiservers whose clocks disagree);
+//   - repeated-write: the same writer sent the same request body to the
+//     same object twice in a row (a controller re-processing old state);
+//   - transition-backwards: a status condition's lastTransitionTime moved
+//     earlier than the one before (a kubelet reusing a cached time).
+func (en *Engine) anomalies(o *Object, e *Event) {
+	if rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64); err == nil && e.Verb != "delete" {
+		if rv < o.lastRV {
+			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "rv-backwards", EventID: e.ID, Key: o.Key,
+				Detail: fmt.Sprintf("resourceVersion %d after %d", rv, o.lastRV)})
+		} else {
+			o.lastRV = rv
+		}
+	}
+	if len(e.Request) > 0 && e.Verb != "delete" {
+		h := sha1.Sum(append([]byte(e.Username+"\x00"+e.Subresource+"\x00"), e.Request...))
+		if h == o.lastReq {
+			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "repeated-write", EventID: e.ID, Key: o.Key,
+				Detail: "same request as the previous write by " + ClassifyWriter(e.Username, e.UserAgent).Name})
+		}
+		o.lastReq = h
+	}
+	if len(e.Object) > 0 && (o.Key.Resource == "pods" || o.Key.Resource == "nodes") {
+		en.transitions(o, e)
+	}
+}
+
+func (en *Engine) transitions(o *Object, e *Event) {
+	var st struct {
+		Status struct {
+			Conditions []struct {
+				Type               string `json:"type"`
+				LastTransitionTime string `json:"lastTransitionTime"`
+			} `json:"conditions"`
+		} `json:"status"`
+	}
+	if json.Unmarshal(e.Object, &st) != nil {
+		return
+	}
+	for _, c := range st.Status.Conditions {
+		t, err := time.Parse(time.RFC3339, c.LastTransitionTime)
+		if err != nil {
+			continue
+		}
+		if o.conds == nil {
+			o.conds = map[string]int64{}
+		}
+		prev, ok := o.conds[c.Type]
+		if ok && t.UnixNano() < prev {
+			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "transition-backwards", EventID: e.ID, Key: o.Key,
+				Detail: fmt.Sprintf("condition %s lastTransitionTime %s before %s", c.Type,
+					t.UTC().Format(time.RFC3339), time.Unix(0, prev).UTC().Format(time.RFC3339))})
+		}
+		if !ok || t.UnixNano() > prev {
+			o.conds[c.Type] = t.UnixNano()
+		}
+	}
+}

@@ -1,0 +1,366 @@
+package reconstruct
+
+import (
+	"crypto/sha1"
+	"sort"
+	"strconv"
+
+	"github.com/google/uuid"
+)
+
+// Object is what the engine knows of one object: its identity, the fields
+// the rules read, and its latest writes.
+type Object struct {
+	Key       ObjectKey
+	UID       string
+	OwnerRefs []OwnerRef
+	NodeName  string // Pods: spec.nodeName
+	// ServiceName, Targets and PrevTargets are for EndpointSlices and
+	// Endpoints: the Service and the Pods listed now and before the write.
+	ServiceName string
+	Targets     []ObjectKey
+	PrevTargets []ObjectKey
+
+	// last and prev are the two latest successful writes, so that a write
+	// received while another to the same object was in flight finds the one
+	// it could have observed.
+	last, prev *Ref
+	lastRV     int64
+	lastReq    [20]byte // hash of the latest request body, to spot repeats
+	conds      map[string]int64
+}
+
+// Ref is a write as later writes see it: its CPID and the change it belongs to.
+type Ref struct {
+	EventID     int64
+	ReceivedNS  int64
+	StageNS     int64
+	CPID        string
+	Change      string
+	ChangeStart int64
+}
+
+// observed returns the latest write of o that a write received at t could
+// have reacted to. Watchers see a write when etcd commits it, which is
+// before the apiserver's ResponseComplete stage time; so the test is that the
+// write was received before t.
+func (o *Object) observed(t int64) *Ref {
+	switch {
+	case o.last != nil && o.last.ReceivedNS < t:
+		return o.last
+	case o.prev != nil && o.prev.ReceivedNS < t:
+		return o.prev
+	}
+	return nil
+}
+
+// State is the engine's view of the cluster: objects by key and by UID.
+type State struct {
+	objects map[ObjectKey]*Object
+	byUID   map[string]ObjectKey
+}
+
+// ByUID finds an object by metadata.uid.
+func (s *State) ByUID(uid string) (ObjectKey, bool) {
+	k, ok := s.byUID[uid]
+	return k, ok
+}
+
+// Object returns the object of key, nil when the engine has not seen it.
+func (s *State) Object(k ObjectKey) *Object { return s.objects[k] }
+
+// Write is the reconstruction of one write: who, which CPID it carries and
+// where that came from, what caused it, and the change it belongs to.
+type Write struct {
+	EventID int64
+	Key     ObjectKey
+	Writer  Writer
+	Attempt bool // failed: not a revision
+	CPID    string
+	// CPIDOrigin: "root" (a user's change), "annotation" (the object carried
+	// it), "inferred" (derived from the causes), "background" (a
+	// controller write nothing explains).
+	CPIDOrigin   string
+	CauseEventID int64
+	Rule         string
+	ChangeID     string
+	// HopNS is the hop latency: from the cause becoming visible to this
+	// write completing.
+	HopNS int64
+}
+
+// Change is a root change: a user's write and everything it caused.
+type Change struct {
+	ID      string // the root CPID: the object's when the user stamped one, else the write's auditID
+	EventID int64
+	StartNS int64
+}
+
+// Anomaly is something in the logs that a reconstruction must not hide.
+type Anomaly struct {
+	Kind    string // rv-backwards, repeated-write, transition-backwards
+	EventID int64
+	Key     ObjectKey
+	Detail  string
+}
+
+// Engine turns writes, fed in apiserver order, into Writes, Mergelogs,
+// Changes and Anomalies. It is not safe for concurrent use.
+type Engine struct {
+	State
+	Graph *Graph
+
+	Writes    []Write
+	Mergelogs []Emitted
+	Changes   []Change
+	Anomalies []Anomaly
+}
+
+// NewEngine returns an engine with an empty state and graph.
+func NewEngine() *Engine {
+	return &Engine{
+		State: State{objects: map[ObjectKey]*Object{}, byUID: map[string]ObjectKey{}},
+		Graph: NewGraph(),
+	}
+}
+
+// Emitted is a mergelog the engine emitted and the write that showed it (0
+// for a mergelog read from a controller's log).
+type Emitted struct {
+	Mergelog
+	EventID int64
+}
+
+// AddMergelog adds a mergelog read from a controller's log (origin log) or
+// elsewhere to the graph and the output.
+func (en *Engine) AddMergelog(m Mergelog) error {
+	if err := en.Graph.Add(m); err != nil {
+		return err
+	}
+	en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m})
+	return nil
+}
+
+// inferredCPID derives the CPID of an inferred merge from the write, so that
+// a rebuild mints the same one: a version 5 UUID of the auditID.
+func inferredCPID(e *Event) string {
+	return uuid.NewHash(sha1.New(), cpidSpace, []byte(e.AuditID+"/"+strconv.FormatInt(e.StageNS, 10)), 5).String()
+}
+
+var cpidSpace = uuid.MustParse("6f1b6d4e-3c2a-4f0e-9a57-2f8d0c1e5b33")
+
+// Process reconstructs one write. Writes must come in the order the
+// apiserver received them (then ID); ignored resources and non-writes are
+// skipped.
+func (en *Engine) Process(e *Event) {
+	if !IsWrite(e.Verb) || Ignored[e.Resource] || (e.Subresource != "" && Ignored[e.Resource+"/"+e.Subresource]) {
+		return
+	}
+	key := e.Key()
+	o := en.objects[key]
+	if o == nil {
+		o = &Object{Key: key}
+		en.objects[key] = o
+	}
+	w := Write{EventID: e.ID, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
+	if !w.Attempt {
+		en.learn(o, e)
+	}
+
+	var causes []cause
+	switch {
+	case w.Writer.User:
+		w.CPIDOrigin = "root"
+		w.CPID = e.CPID
+		if w.CPID == "" || (o.last != nil && o.last.CPID == e.CPID) {
+			w.CPID = e.AuditID
+		}
+		w.ChangeID = w.CPID
+	default:
+		causes = en.causes(e, o)
+		en.decide(e, o, &w, causes)
+	}
+
+	if w.Attempt {
+		en.Writes = append(en.Writes, w)
+		return
+	}
+	if w.CPIDOrigin == "root" {
+		if !en.Graph.Has(w.CPID) {
+			en.emit(e, Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
+		}
+		en.Changes = append(en.Changes, Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS})
+	}
+	ref := &Ref{EventID: e.ID, ReceivedNS: e.ReceivedNS, StageNS: e.StageNS, CPID: w.CPID, Change: w.ChangeID}
+	switch {
+	case w.CPIDOrigin == "root":
+		ref.ChangeStart = e.ReceivedNS
+	case w.ChangeID != "":
+		for _, c := range causes {
+			if c.ref.Change == w.ChangeID {
+				ref.ChangeStart = c.ref.ChangeStart
+				break
+			}
+		}
+	}
+	o.prev, o.last = o.last, ref
+	en.Writes = append(en.Writes, w)
+}
+
+type cause struct {
+	ref  *Ref
+	rule string
+}
+
+// causes applies the rules: the latest write of every object w reacted to
+// that completed before w was received.
+func (en *Engine) causes(e *Event, o *Object) []cause {
+	var out []cause
+	seen := map[int64]bool{}
+	for i := range Rules {
+		for _, k := range Rules[i].Causes(e, o, &en.State) {
+			c := en.objects[k]
+			if c == nil {
+				continue
+			}
+			r := c.observed(e.ReceivedNS)
+			if r == nil || seen[r.EventID] || r.EventID == e.ID {
+				continue
+			}
+			seen[r.EventID] = true
+			out = append(out, cause{ref: r, rule: Rules[i].Name})
+		}
+	}
+	return out
+}
+
+// decide gives a controller's write its CPID, change and cause. The CPIDs of
+// the causes, with the one the object carries, are merged as Algorithm 1
+// does: reuse the CPID that descends from all others, else mint one and
+// emit a mergelog whose sources are the maximal CPIDs.
+func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
+	// The change: the most recent user change among the causes; the cause:
+	// the latest write of that change, the one that triggered this write.
+	var best *cause
+	for i := range causes {
+		c := &causes[i]
+		if c.ref.Change == "" {
+			continue
+		}
+		if best == nil || c.ref.ChangeStart > best.ref.ChangeStart ||
+			(c.ref.ChangeStart == best.ref.ChangeStart && c.ref.StageNS > best.ref.StageNS) {
+			best = c
+		}
+	}
+	if best == nil && len(causes) > 0 {
+		best = &causes[0]
+		for i := range causes {
+			if causes[i].ref.StageNS > best.ref.StageNS {
+				best = &causes[i]
+			}
+		}
+	}
+	if best != nil {
+		w.ChangeID = best.ref.Change
+		w.CauseEventID = best.ref.EventID
+		w.Rule = best.rule
+		// The hop runs from when the cause became visible: its stage time,
+		// or this write's receive time if earlier (watchers see a write at
+		// its etcd commit, before the apiserver answers its writer).
+		w.HopNS = e.StageNS - min(best.ref.StageNS, e.ReceivedNS)
+	}
+
+	prevCPID := ""
+	if o.last != nil {
+		prevCPID = o.last.CPID
+	}
+	// An instrumented writer put a new CPID on the object: take it as it is.
+	if e.CPID != "" && e.CPID != prevCPID && !w.Attempt {
+		w.CPID, w.CPIDOrigin = e.CPID, "annotation"
+		if !en.Graph.Has(e.CPID) {
+			src := en.Graph.Maximal(e.Ancestors)
+			en.emit(e, Mergelog{CPID: e.CPID, Sources: src, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginAnnotation})
+		}
+		return
+	}
+	set := make([]string, 0, len(causes)+1)
+	if e.CPID != "" {
+		set = append(set, e.CPID)
+	}
+	for _, c := range causes {
+		set = append(set, c.ref.CPID)
+	}
+	max := en.Graph.Maximal(set)
+	switch {
+	case len(max) == 0:
+		w.CPID, w.CPIDOrigin = inferredCPID(e), "background"
+		if !w.Attempt {
+			en.emit(e, Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
+		}
+	case len(max) == 1:
+		w.CPID, w.CPIDOrigin = max[0], "inferred"
+		if e.CPID == max[0] {
+			w.CPIDOrigin = "annotation"
+		}
+	default:
+		w.CPID, w.CPIDOrigin = inferredCPID(e), "inferred"
+		if !w.Attempt {
+			en.emit(e, Mergelog{CPID: w.CPID, Sources: max, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
+		}
+	}
+}
+
+func (en *Engine) emit(e *Event, m Mergelog) {
+	if err := en.Graph.Add(m); err == nil {
+		en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m, EventID: e.ID})
+	}
+}
+
+// learn updates what the engine knows of o from a successful write, and
+// flags anomalies.
+func (en *Engine) learn(o *Object, e *Event) {
+	if e.UID != "" && e.Subresource == "" {
+		o.UID = e.UID
+		en.byUID[e.UID] = o.Key
+	}
+	if e.OwnerRefs != nil {
+		o.OwnerRefs = e.OwnerRefs
+	}
+	readBody(o, e.Object)
+	en.anomalies(o, e)
+}
+
+// OrderRevisions orders the n writes of one object: by resourceVersion (the
+// etcd revision) when every one parses as an integer, by apiserver time
+// otherwise, ties by event ID. It returns the event IDs in order and
+// "resourceVersion" or "time".
+func OrderRevisions(n int, at func(i int) (eventID int64, rv string, stageNS int64)) ([]int64, string) {
+	type row struct {
+		id, rv, t int64
+	}
+	rows := make([]row, n)
+	by := "resourceVersion"
+	for i := range rows {
+		id, rv, t := at(i)
+		v, err := strconv.ParseInt(rv, 10, 64)
+		if err != nil {
+			by = "time"
+		}
+		rows[i] = row{id, v, t}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if by == "resourceVersion" && a.rv != b.rv {
+			return a.rv < b.rv
+		}
+		if a.t != b.t {
+			return a.t < b.t
+		}
+		return a.id < b.id
+	})
+	ids := make([]int64, n)
+	for i, r := range rows {
+		ids[i] = r.id
+	}
+	return ids, by
+}

@@ -1,0 +1,157 @@
+package reconstruct
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Event is one write request as the audit log saw it at its last stage: a
+// create, update, patch, delete or deletecollection, on an object or one of
+// its subresources. Times are Unix nanoseconds of the apiserver's clock.
+type Event struct {
+	ID          int64 // audit_events.id: the order of ingestion, and the key of everything derived
+	AuditID     string
+	Verb        string
+	APIGroup    string
+	APIVersion  string
+	Resource    string
+	Subresource string
+	Namespace   string
+	Name        string
+	UID         string
+	// ResourceVersion is the object's as this write stored it (from the
+	// response), else the one the request named.
+	ResourceVersion string
+	Username        string
+	UserAgent       string
+	Code            int
+	ReceivedNS      int64
+	StageNS         int64
+	// CPID and Ancestors are the trace context the object carries after the
+	// write (annotation v1.cpid.dev/cpid), empty when none.
+	CPID      string
+	Ancestors []string
+	OwnerRefs []OwnerRef
+	// Object is the object after the write when the audit log has it (the
+	// response body of a RequestResponse event, when that is the object and
+	// not a Status); Request is the request body (the patch, for a patch).
+	Object  json.RawMessage
+	Request json.RawMessage
+}
+
+// OwnerRef is one metadata.ownerReferences entry.
+type OwnerRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Controller bool   `json:"controller,omitempty"`
+}
+
+// ObjectKey names an object: the subresource of a write is a write of its
+// object (a binding or a status update changes the Pod).
+type ObjectKey struct {
+	Group, Resource, Namespace, Name string
+}
+
+func (k ObjectKey) String() string {
+	r := k.Resource
+	if k.Group != "" {
+		r += "." + k.Group
+	}
+	if k.Namespace != "" {
+		return r + "/" + k.Namespace + "/" + k.Name
+	}
+	return r + "/" + k.Name
+}
+
+// Key is the object the event wrote.
+func (e *Event) Key() ObjectKey {
+	return ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
+}
+
+// Failed reports a write that did not change the object: a 4xx or 5xx
+// answer, a 409 conflict among them. It is an attempt, not a revision.
+func (e *Event) Failed() bool { return e.Code >= 400 }
+
+// IsWrite reports whether a verb changes objects.
+func IsWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// Ignored lists resources whose writes are heartbeats and records, not
+// propagation: leases renew every few seconds and Events narrate what the
+// controllers did. They are left out of revisions and timelines.
+var Ignored = map[string]bool{
+	"leases":                    true, // coordination.k8s.io
+	"events":                    true, // core and events.k8s.io
+	"tokenreviews":              true,
+	"subjectaccessreviews":      true,
+	"selfsubjectaccessreviews":  true,
+	"localsubjectaccessreviews": true,
+	"selfsubjectreviews":        true,
+	"serviceaccounts/token":     true,
+}
+
+// Writer is who made a write, as a person would name it.
+type Writer struct {
+	Name string // "deployment-controller", "kube-scheduler", "kubectl (kubernetes-admin)"
+	// User is true for a person or their automation (kubectl, helm, CI): their
+	// writes start changes. Controllers, nodes and the apiserver itself react.
+	User bool
+}
+
+// userAgents whose writes are a person's, whatever identity they use (a CI
+// job running kubectl with a service account token is still a user change).
+var userAgents = []string{"kubectl/", "helm/", "k9s/", "kustomize/", "argocd", "flux", "terraform"}
+
+// controllerAgents are clients that act for the control plane even when
+// their identity is not a system: one (KWOK's fake kubelet uses a client
+// certificate of its own, for example).
+var controllerAgents = []string{"kube-controller-manager/", "kube-scheduler/", "kubelet/", "kube-apiserver/", "kwok/", "kube-proxy/", "cloud-controller-manager/"}
+
+// ClassifyWriter names the writer of an event from its username and user
+// agent, in this order: a user agent of people's tools is a user; a
+// service account is the controller of that name; any other system:
+// identity is the control plane; a known controller user agent is that
+// controller; anything else is a user.
+func ClassifyWriter(username, userAgent string) Writer {
+	for _, p := range userAgents {
+		if strings.HasPrefix(userAgent, p) {
+			return Writer{Name: agentName(userAgent) + " (" + username + ")", User: true}
+		}
+	}
+	switch {
+	case strings.HasPrefix(username, "system:serviceaccount:"):
+		parts := strings.Split(username, ":")
+		return Writer{Name: parts[len(parts)-1]}
+	case strings.HasPrefix(username, "system:node:"):
+		return Writer{Name: "kubelet " + strings.TrimPrefix(username, "system:node:")}
+	case strings.HasPrefix(username, "system:"):
+		return Writer{Name: strings.TrimPrefix(username, "system:")}
+	}
+	for _, p := range controllerAgents {
+		if strings.HasPrefix(userAgent, p) {
+			return Writer{Name: agentName(userAgent)}
+		}
+	}
+	if username == "" {
+		return Writer{Name: agentName(userAgent), User: true}
+	}
+	return Writer{Name: agentName(userAgent) + " (" + username + ")", User: true}
+}
+
+// agentName is the program of a user agent: "kubectl/v1.37.2 (linux)" -> "kubectl".
+func agentName(ua string) string {
+	if i := strings.IndexAny(ua, "/ "); i > 0 {
+		return ua[:i]
+	}
+	if ua == "" {
+		return "unknown"
+	}
+	return ua
+}

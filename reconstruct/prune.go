@@ -1,0 +1,105 @@
+package reconstruct
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Budget bounds the merge graph for Prune.
+type Budget struct {
+	// MaxCPIDs is the most CPIDs to keep; 0 means no size limit.
+	MaxCPIDs int
+	// OlderThanNS deletes the roots whose TimeNS is before it; 0 means no
+	// age limit.
+	OlderThanNS int64
+	// Keep reports the CPIDs never to delete, e.g. changes a user pinned.
+	// A kept CPID whose sources are all deleted stays, as a root. Nil
+	// keeps none.
+	Keep func(cpid string) bool
+}
+
+// Prune deletes CPIDs by the rules of section 3.4.2 until the graph holds
+// at most b.MaxCPIDs and no root is older than b.OlderThanNS, or no root is
+// left to delete. Only roots are candidates, oldest first by TimeNS then
+// CPID; deleting one deletes its edges, and a CPID left with no sources by
+// that is deleted too, recursively, as it was made by a merge and no
+// operator refers to it. So every CPID reachable from a kept root stays,
+// with its edges from the CPIDs that stay. Prune returns the deleted CPIDs
+// in the order it deleted them.
+func (g *Graph) Prune(b Budget) (removed []string) {
+	if b.MaxCPIDs <= 0 && b.OlderThanNS == 0 {
+		return nil
+	}
+	over := func() bool { return b.MaxCPIDs > 0 && g.live > b.MaxCPIDs }
+	old := func(id int32) bool { return b.OlderThanNS != 0 && g.nodes[id].timeNS < b.OlderThanNS }
+	keep := func(id int32) bool { return b.Keep != nil && b.Keep(g.names[id]) }
+
+	// Deleting never makes a root, except of a kept CPID, so the
+	// candidates are the roots of now.
+	var cands []int32
+	for id := range g.nodes {
+		id := int32(id)
+		if g.names[id] != "" && len(g.nodes[id].sources) == 0 && (b.MaxCPIDs > 0 || old(id)) {
+			cands = append(cands, id)
+		}
+	}
+	slices.SortFunc(cands, g.byAge)
+	for _, r := range cands {
+		if !over() && !old(r) {
+			break // the rest are not older
+		}
+		if keep(r) {
+			continue
+		}
+		removed = g.remove(r, keep, removed)
+	}
+	return removed
+}
+
+// Roots returns the CPIDs with no sources, oldest first by TimeNS then
+// CPID: the order in which Prune deletes them.
+func (g *Graph) Roots() []string {
+	var ids []int32
+	for id := range g.nodes {
+		id := int32(id)
+		if g.names[id] != "" && len(g.nodes[id].sources) == 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, g.byAge)
+	return g.namesOf(ids)
+}
+
+func (g *Graph) byAge(a, b int32) int {
+	if c := cmp.Compare(g.nodes[a].timeNS, g.nodes[b].timeNS); c != 0 {
+		return c
+	}
+	return strings.Compare(g.names[a], g.names[b])
+}
+
+// remove deletes the root r and, breadth first, the CPIDs left with no
+// sources, appending their names to removed.
+func (g *Graph) remove(r int32, keep func(int32) bool, removed []string) []string {
+	q := []int32{r}
+	for i := 0; i < len(q); i++ {
+		x := q[i]
+		for _, c := range g.nodes[x].children {
+			n := &g.nodes[c]
+			if j := slices.Index(n.sources, x); j >= 0 {
+				n.sources = slices.Delete(n.sources, j, j+1)
+			}
+			if len(n.sources) == 0 && !keep(c) {
+				q = append(q, c)
+			}
+		}
+		name := g.names[x]
+		removed = append(removed, name)
+		delete(g.ids, name)
+		g.names[x] = ""
+		g.nodes[x] = gnode{}
+		g.free = append(g.free, x)
+		g.live--
+	}
+	return removed
+}

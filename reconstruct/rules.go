@@ -1,0 +1,152 @@
+package reconstruct
+
+import (
+	"encoding/json"
+)
+
+// Rule finds what caused a write by a controller that carries no CPID of its
+// own: the objects whose latest writes it reacted to. Rules only name
+// objects; the engine looks up the writes and merges their CPIDs the way
+// Algorithm 1 does.
+type Rule struct {
+	Name string
+	// Doc is the rule in one sentence, for people.
+	Doc string
+	// Causes returns the objects that w reacted to, or nil when the rule
+	// does not apply.
+	Causes func(w *Event, o *Object, s *State) []ObjectKey
+}
+
+// Rules is the table of inference rules, applied in order to every write of a
+// controller. It is a variable so that a program embedding reconstruct can
+// append rules of its own; owner references need none (custom resources with
+// ownerReferences work as they are).
+var Rules = []Rule{
+	{
+		Name: "self",
+		Doc:  "a write to an existing object (update, patch, status, binding, delete) follows the object's previous write",
+		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+			if w.Verb == "create" && w.Subresource == "" {
+				return nil
+			}
+			return []ObjectKey{o.Key}
+		},
+	},
+	{
+		Name: "owner",
+		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes",
+		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+			var out []ObjectKey
+			for _, r := range o.OwnerRefs {
+				if k, ok := s.ByUID(r.UID); ok {
+					out = append(out, k)
+				}
+			}
+			return out
+		},
+	},
+	{
+		Name: "service",
+		Doc:  "an EndpointSlice (label kubernetes.io/service-name) or Endpoints (same name) follows its Service",
+		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+			switch {
+			case o.Key.Resource == "endpointslices" && o.ServiceName != "":
+				return []ObjectKey{{Resource: "services", Namespace: o.Key.Namespace, Name: o.ServiceName}}
+			case o.Key.Resource == "endpoints" && o.Key.Group == "":
+				return []ObjectKey{{Resource: "services", Namespace: o.Key.Namespace, Name: o.Key.Name}}
+			}
+			return nil
+		},
+	},
+	{
+		Name: "targets",
+		Doc:  "an EndpointSlice or Endpoints follows the Pods it lists (targetRefs), before and after the write: a Pod that became ready, or went away",
+		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+			if len(o.Targets) == 0 && len(o.PrevTargets) == 0 {
+				return nil
+			}
+			out := append([]ObjectKey(nil), o.Targets...)
+			return append(out, o.PrevTargets...)
+		},
+	},
+	{
+		Name: "node",
+		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted) follows its Node",
+		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+			if o.Key.Resource != "pods" || o.NodeName == "" || ClassifyWriter(w.Username, w.UserAgent).Name != "node-controller" {
+				return nil
+			}
+			return []ObjectKey{{Resource: "nodes", Name: o.NodeName}}
+		},
+	},
+}
+
+// body holds the few fields of an object body the rules read.
+type body struct {
+	Metadata struct {
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+	// EndpointSlice
+	Endpoints []struct {
+		TargetRef *targetRef `json:"targetRef"`
+	} `json:"endpoints"`
+	// Endpoints
+	Subsets []struct {
+		Addresses         []struct{ TargetRef *targetRef } `json:"addresses"`
+		NotReadyAddresses []struct{ TargetRef *targetRef } `json:"notReadyAddresses"`
+	} `json:"subsets"`
+}
+
+type targetRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// readBody updates what o knows of its object from a write's body. Only the
+// kinds whose rules need the body are decoded.
+func readBody(o *Object, obj json.RawMessage) {
+	r := o.Key.Resource
+	if len(obj) == 0 || (r != "endpointslices" && r != "endpoints" && r != "pods") {
+		return
+	}
+	var b body
+	if json.Unmarshal(obj, &b) != nil {
+		return
+	}
+	switch r {
+	case "pods":
+		if b.Spec.NodeName != "" {
+			o.NodeName = b.Spec.NodeName
+		}
+	case "endpointslices":
+		o.ServiceName = b.Metadata.Labels["kubernetes.io/service-name"]
+		o.PrevTargets, o.Targets = o.Targets, nil
+		for _, e := range b.Endpoints {
+			o.Targets = appendTarget(o.Targets, e.TargetRef, o.Key.Namespace)
+		}
+	case "endpoints":
+		o.PrevTargets, o.Targets = o.Targets, nil
+		for _, s := range b.Subsets {
+			for _, a := range s.Addresses {
+				o.Targets = appendTarget(o.Targets, a.TargetRef, o.Key.Namespace)
+			}
+			for _, a := range s.NotReadyAddresses {
+				o.Targets = appendTarget(o.Targets, a.TargetRef, o.Key.Namespace)
+			}
+		}
+	}
+}
+
+func appendTarget(ks []ObjectKey, t *targetRef, ns string) []ObjectKey {
+	if t == nil || t.Kind != "Pod" || t.Name == "" {
+		return ks
+	}
+	if t.Namespace != "" {
+		ns = t.Namespace
+	}
+	return append(ks, ObjectKey{Resource: "pods", Namespace: ns, Name: t.Name})
+}

@@ -1,0 +1,69 @@
+package reconstruct
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// stateVersion changes whenever the saved form of the engine changes; a
+// saved state of another version is not restored (the caller rebuilds).
+const stateVersion = 1
+
+type savedObject struct {
+	Key         ObjectKey
+	UID         string           `json:",omitempty"`
+	OwnerRefs   []OwnerRef       `json:",omitempty"`
+	NodeName    string           `json:",omitempty"`
+	ServiceName string           `json:",omitempty"`
+	Targets     []ObjectKey      `json:",omitempty"`
+	PrevTargets []ObjectKey      `json:",omitempty"`
+	Last, Prev  *Ref             `json:",omitempty"`
+	LastRV      int64            `json:",omitempty"`
+	LastReq     [20]byte         `json:",omitempty"`
+	Conds       map[string]int64 `json:",omitempty"`
+}
+
+type savedState struct {
+	Version int
+	Objects []savedObject
+}
+
+// MarshalState saves what the engine knows of objects, so that a later run
+// can go on where this one stopped. The graph is not included: it is
+// rebuilt from the stored mergelogs with RestoreMergelog.
+func (en *Engine) MarshalState() ([]byte, error) {
+	s := savedState{Version: stateVersion, Objects: make([]savedObject, 0, len(en.objects))}
+	for _, o := range en.objects {
+		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
+			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
+			LastRV: o.lastRV, LastReq: o.lastReq, Conds: o.conds})
+	}
+	// Sorted, so that the same state always saves to the same bytes.
+	sort.Slice(s.Objects, func(i, j int) bool { return s.Objects[i].Key.String() < s.Objects[j].Key.String() })
+	return json.Marshal(s)
+}
+
+// RestoreState loads a state saved by MarshalState into a new engine.
+func (en *Engine) RestoreState(b []byte) error {
+	var s savedState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("restore reconstruct state: %w", err)
+	}
+	if s.Version != stateVersion {
+		return fmt.Errorf("restore reconstruct state: version %d, want %d", s.Version, stateVersion)
+	}
+	for _, so := range s.Objects {
+		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
+			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV,
+			lastReq: so.LastReq, conds: so.Conds}
+		en.objects[o.Key] = o
+		if o.UID != "" {
+			en.byUID[o.UID] = o.Key
+		}
+	}
+	return nil
+}
+
+// RestoreMergelog adds a stored mergelog to the graph without emitting it again.
+func (en *Engine) RestoreMergelog(m Mergelog) error { return en.Graph.Add(m) }

@@ -1,0 +1,229 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// ChangeRow is one root change as the changes query lists it.
+type ChangeRow struct {
+	ID           string `json:"id"`
+	StartedNS    int64  `json:"started_ns"`
+	SettledNS    int64  `json:"settled_ns"`
+	User         string `json:"user"`
+	UserAgent    string `json:"user_agent"`
+	Verb         string `json:"verb"`
+	Kind         string `json:"kind"`
+	Resource     string `json:"resource"`
+	Subresource  string `json:"subresource"`
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	Writes       int    `json:"writes"`
+	Objects      int    `json:"objects"`
+	SlowestHopNS int64  `json:"slowest_hop_ns"`
+}
+
+// ChangeQuery selects and orders changes, one page at a time.
+type ChangeQuery struct {
+	// Filter keeps changes whose namespace, name, resource, user or id
+	// contains it (case-insensitive).
+	Filter string
+	// Sort is "time" (newest first, the default), "duration" or "size".
+	Sort   string
+	Limit  int
+	Offset int
+}
+
+// Changes lists root changes.
+func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
+	order := "c.started_ns DESC"
+	switch q.Sort {
+	case "", "time":
+	case "duration":
+		order = "(c.settled_ns - c.started_ns) DESC"
+	case "size":
+		order = "c.writes DESC"
+	default:
+		return nil, fmt.Errorf("unknown sort %q (time, duration, size)", q.Sort)
+	}
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	where, args := "", []any{}
+	if q.Filter != "" {
+		f := "%" + strings.ToLower(q.Filter) + "%"
+		where = `WHERE lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ? OR c.id LIKE ?`
+		args = append(args, f, f, f, f, f)
+	}
+	args = append(args, q.Limit, q.Offset)
+	rows, err := s.r.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
+		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object ->> '$.kind' END, ''), c.resource, c.subresource, c.namespace, c.name, c.writes, c.objects,
+		COALESCE(c.slowest_hop_ns, 0)
+		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
+		`+where+` ORDER BY `+order+`, c.id LIMIT ? OFFSET ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ChangeRow
+	for rows.Next() {
+		var c ChangeRow
+		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.Resource,
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS); err != nil {
+			return nil, err
+		}
+		c.Kind = kindOf(c.Kind, c.Resource)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// TimelineEntry is one write of a change.
+type TimelineEntry struct {
+	EventID     int64  `json:"event_id"`
+	NS          int64  `json:"ns"`
+	ReceivedNS  int64  `json:"received_ns"`
+	Writer      string `json:"writer"`
+	Verb        string `json:"verb"`
+	Kind        string `json:"kind"`
+	Resource    string `json:"resource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Subresource string `json:"subresource"`
+	Code        int    `json:"code"`
+	Attempt     bool   `json:"attempt"`
+	CPID        string `json:"cpid"`
+	Origin      string `json:"origin"`
+	Rule        string `json:"rule"`
+	CauseID     int64  `json:"cause_event_id"`
+	// CauseNS is when the cause became visible: its stage time, or this
+	// write's receive time if that is earlier (watchers see a write when etcd
+	// commits it, before the apiserver answers its writer).
+	CauseNS  int64 `json:"cause_ns"`
+	HopNS    int64 `json:"hop_ns"`
+	Critical bool  `json:"critical"`
+}
+
+// Timeline returns every write of a change in apiserver order, the critical
+// path marked: the chain of causes that ends at the change's last write.
+func (s *Store) Timeline(ctx context.Context, change string) ([]TimelineEntry, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
+		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400
+		              THEN b.response_object ->> '$.kind' END, ''),
+		r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt, COALESCE(r.cpid, ''),
+		COALESCE(r.cpid_origin, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
+		COALESCE(CASE WHEN c.stage_ns < e.received_ns THEN c.stage_ns ELSE e.received_ns END, 0), COALESCE(r.hop_ns, 0)
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		LEFT JOIN audit_events c ON c.id = r.cause_event_id
+		WHERE r.change_id = ? ORDER BY e.stage_ns, r.event_id`, change)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TimelineEntry
+	for rows.Next() {
+		var t TimelineEntry
+		if err := rows.Scan(&t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.Resource, &t.Namespace,
+			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS); err != nil {
+			return nil, err
+		}
+		t.Kind = kindOf(t.Kind, t.Resource)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	markCritical(out)
+	return out, nil
+}
+
+// markCritical walks causes back from the last successful write.
+func markCritical(ts []TimelineEntry) {
+	idx := map[int64]int{}
+	last := -1
+	for i, t := range ts {
+		idx[t.EventID] = i
+		if !t.Attempt {
+			last = i
+		}
+	}
+	for i := last; i >= 0; {
+		ts[i].Critical = true
+		j, ok := idx[ts[i].CauseID]
+		if !ok || j == i {
+			break
+		}
+		i = j
+	}
+}
+
+// Related returns the CPID and every CPID that descends from it in the merge
+// graph (paper Table 2).
+func (s *Store) Related(ctx context.Context, cpid string) ([]string, error) {
+	return s.walk(ctx, cpid, `WITH RECURSIVE rel(cpid) AS (
+		SELECT ? UNION
+		SELECT m.cpid FROM rel JOIN mergelog_sources x ON x.source_cpid = rel.cpid JOIN mergelogs m ON m.id = x.mergelog_id)
+		SELECT cpid FROM rel`)
+}
+
+// Origins returns the CPID and every CPID it descends from.
+func (s *Store) Origins(ctx context.Context, cpid string) ([]string, error) {
+	return s.walk(ctx, cpid, `WITH RECURSIVE anc(cpid) AS (
+		SELECT ? UNION
+		SELECT x.source_cpid FROM anc JOIN mergelogs m ON m.cpid = anc.cpid JOIN mergelog_sources x ON x.mergelog_id = m.id)
+		SELECT cpid FROM anc`)
+}
+
+func (s *Store) walk(ctx context.Context, cpid, q string) ([]string, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM mergelogs WHERE cpid = ?`, cpid).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no CPID %q in the merge graph", cpid)
+	}
+	rows, err := s.r.QueryContext(ctx, q, cpid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// kindOf names the kind of a resource: from the object when the audit log
+// has it, else from the well-known resources, else the resource itself.
+func kindOf(kind, resource string) string {
+	if kind != "" {
+		return kind
+	}
+	if k, ok := kinds[resource]; ok {
+		return k
+	}
+	return resource
+}
+
+var kinds = map[string]string{
+	"pods": "Pod", "services": "Service", "endpoints": "Endpoints", "nodes": "Node", "namespaces": "Namespace",
+	"configmaps": "ConfigMap", "secrets": "Secret", "serviceaccounts": "ServiceAccount",
+	"persistentvolumeclaims": "PersistentVolumeClaim", "persistentvolumes": "PersistentVolume",
+	"deployments": "Deployment", "replicasets": "ReplicaSet", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet",
+	"jobs": "Job", "cronjobs": "CronJob", "endpointslices": "EndpointSlice", "ingresses": "Ingress",
+	"horizontalpodautoscalers": "HorizontalPodAutoscaler", "poddisruptionbudgets": "PodDisruptionBudget",
+}
