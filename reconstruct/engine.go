@@ -114,6 +114,7 @@ type Engine struct {
 	Mergelogs []Emitted
 	Changes   []Change
 	Anomalies []Anomaly
+	Spans     []Span
 }
 
 // NewEngine returns an engine with an empty state and graph.
@@ -140,6 +141,9 @@ func (en *Engine) AddMergelog(m Mergelog) error {
 	en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m})
 	return nil
 }
+
+// AddSpan adds a controller span read from a log.
+func (en *Engine) AddSpan(s Span) { en.Spans = append(en.Spans, s) }
 
 // inferredCPID derives the CPID of an inferred merge from the write, so that
 // a rebuild mints the same one: a version 5 UUID of the auditID.

@@ -131,6 +131,30 @@ func isObjectBody(sub, body string) bool {
 	return !bytes.HasPrefix(b, []byte(`{"kind":"Status"`)) && !bytes.HasPrefix(b, []byte(`{"kind":"Scale"`))
 }
 
+// ScanCPIDRecords calls fn for the mergelog and span records (messages
+// reconstruct.MsgMergelog and MsgSpan) among the log records with
+// afterID < id <= upToID, in id order.
+func (s *Store) ScanCPIDRecords(ctx context.Context, afterID, upToID int64, fn func(id, tsNS int64, msg string, fields []byte) error) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, ts_ns, msg, fields FROM log_records
+		WHERE id > ? AND id <= ? AND msg IN (?, ?) ORDER BY id`, afterID, upToID, reconstruct.MsgMergelog, reconstruct.MsgSpan)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, ts int64
+		var msg string
+		var fields []byte
+		if err := rows.Scan(&id, &ts, &msg, &fields); err != nil {
+			return err
+		}
+		if err := fn(id, ts, msg, fields); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // ScanMergelogs calls fn for every stored mergelog that is final at the
 // cutoff (from a log, or from a write received up to it), oldest first, to
 // rebuild the merge graph.
@@ -177,7 +201,7 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(recon
 // ResetReconstruction deletes everything reconstruct derived, for a full rebuild.
 func (s *Store) ResetReconstruction(ctx context.Context) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		for _, t := range []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "reconstruct_state"} {
+		for _, t := range []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
 				return err
 			}
@@ -267,6 +291,18 @@ func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, 
 		defer an.Close()
 		for _, a := range en.Anomalies {
 			if _, err := an.ExecContext(ctx, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail); err != nil {
+				return err
+			}
+		}
+		sp, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name,
+			start_ns, end_ns, attrs, log_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer sp.Close()
+		for _, x := range en.Spans {
+			if _, err := sp.ExecContext(ctx, x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS,
+				rawJSON(x.Attrs), x.LogID); err != nil {
 				return err
 			}
 		}

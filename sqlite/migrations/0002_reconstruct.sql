@@ -87,3 +87,28 @@ CREATE TABLE reconstruct_state (
   key   TEXT PRIMARY KEY,
   value BLOB
 );
+
+-- controller_spans: spans instrumented controllers wrote (paper Table 3).
+CREATE TABLE controller_spans (
+  span_id   TEXT    PRIMARY KEY,
+  parent_id TEXT    NOT NULL, -- '' for a controller's root span
+  cpid      TEXT    NOT NULL,
+  service   TEXT    NOT NULL,
+  name      TEXT    NOT NULL,
+  start_ns  INTEGER NOT NULL,
+  end_ns    INTEGER NOT NULL,
+  attrs     TEXT,             -- JSON object
+  log_id    INTEGER NOT NULL REFERENCES log_records(id)
+);
+CREATE INDEX controller_spans_cpid ON controller_spans(cpid);
+
+-- spans: every span, controller spans and one apiserver span per write
+-- request (from its requestReceived to its last stage).
+CREATE VIEW spans AS
+  SELECT 'controller' AS kind, span_id, parent_id, cpid, service, name, start_ns, end_ns, NULL AS event_id
+  FROM controller_spans
+  UNION ALL
+  SELECT 'apiserver', e.audit_id, '', r.cpid, 'kube-apiserver',
+         e.verb || ' ' || e.resource || CASE WHEN e.subresource = '' THEN '' ELSE '/' || e.subresource END,
+         e.received_ns, e.stage_ns, e.id
+  FROM revisions r JOIN audit_events e ON e.id = r.event_id;
