@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -22,6 +24,10 @@ const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct fi
                      '*' marks the critical path to the last write
   related CPID       the CPID and every CPID descending from it (paper Table 2)
   origins CPID       the CPID and every CPID it descends from
+  sli                p50/p90/p99 of user change to Pod created, scheduled,
+                     Running, Ready; the pod startup phases of the
+                     Kubernetes scalability tests; hop latency per
+                     controller; all in apiserver time (--change ID for one)
 
 --output json gives, for changes: id, started_ns, settled_ns, user, verb,
 kind, namespace, name, writes, objects...; for a timeline entry: ns, writer,
@@ -39,6 +45,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	sort := fs.String("sort", "time", "changes: time, duration or size")
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
 	limit := fs.Int("limit", 50, "changes: at most this many")
+	change := fs.String("change", "", "sli: only this change")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -119,8 +126,13 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 			rows = append(rows, []string{id})
 		}
 		return output(e.stdout, *out, []string{"CPID"}, rows, ids)
+	case "sli":
+		if err := need(0); err != nil {
+			return err
+		}
+		return querySLI(ctx, e, st, *change, *out)
 	}
-	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, related, origins)\n", pos[0])
+	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, related, origins, sli)\n", pos[0])
 	return errUsage
 }
 
@@ -129,4 +141,74 @@ func sub(s string) string {
 		return ""
 	}
 	return "/" + strings.TrimPrefix(s, "/")
+}
+
+// sliRow is one line of the SLI report.
+type sliRow struct {
+	Scope string `json:"scope"`  // "phase", "hop" or "change"
+	Name  string `json:"name"`   // the phase, the controller, or the change ID
+	Doc   string `json:"doc"`    // what it measures
+	N     int    `json:"n"`      // how many samples
+	P50NS int64  `json:"p50_ns"` // percentiles in ns, nearest rank
+	P90NS int64  `json:"p90_ns"`
+	P99NS int64  `json:"p99_ns"`
+	MaxNS int64  `json:"max_ns"`
+}
+
+func querySLI(ctx context.Context, e *env, st *sqlite.Store, change, format string) error {
+	ws, err := st.PodWrites(ctx, change)
+	if err != nil {
+		return err
+	}
+	pods := reconstruct.PodMilestones(ws)
+	var out []sliRow
+	add := func(scope, name, doc string, p reconstruct.Percentiles) {
+		out = append(out, sliRow{Scope: scope, Name: name, Doc: doc, N: p.N, P50NS: p.P50, P90NS: p.P90, P99NS: p.P99, MaxNS: p.Max})
+	}
+	stats := reconstruct.PhaseStats(pods)
+	for _, ph := range reconstruct.Phases {
+		add("phase", ph.Name, ph.Doc, stats[ph.Name])
+	}
+	hops, err := st.Hops(ctx, change)
+	if err != nil {
+		return err
+	}
+	byWriter := map[string][]int64{}
+	for _, h := range hops {
+		byWriter[h.Writer] = append(byWriter[h.Writer], h.HopNS)
+	}
+	writers := make([]string, 0, len(byWriter))
+	for w := range byWriter {
+		writers = append(writers, w)
+	}
+	sort.Strings(writers)
+	for _, w := range writers {
+		add("hop", w, "hop latency of "+w+": its cause visible to its write complete", reconstruct.Summarize(byWriter[w]))
+	}
+	perChange := map[string][]reconstruct.PodTimes{}
+	var ids []string
+	for _, p := range pods {
+		if _, ok := perChange[p.Change]; !ok {
+			ids = append(ids, p.Change)
+		}
+		perChange[p.Change] = append(perChange[p.Change], p)
+	}
+	for _, id := range ids {
+		add("change", id, "user change received to Pod Ready, over its Pods", reconstruct.PhaseStats(perChange[id])["change_to_ready"])
+	}
+	if out == nil {
+		out = []sliRow{}
+	}
+	var rows [][]string
+	for _, r := range out {
+		rows = append(rows, []string{r.Scope, r.Name, strconv.Itoa(r.N), durOr(r.N, r.P50NS), durOr(r.N, r.P90NS), durOr(r.N, r.P99NS), durOr(r.N, r.MaxNS)})
+	}
+	return output(e.stdout, format, []string{"SCOPE", "NAME", "N", "P50", "P90", "P99", "MAX"}, rows, out)
+}
+
+func durOr(n int, ns int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return dur(ns)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -244,5 +245,108 @@ func writeDiff(t *testing.T, a, b string) {
 			t.Errorf("first difference at line %d:\n  incremental: %s\n  full:        %s", i+1, x, y)
 			return
 		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// reconstructed returns a database with the basic fixture ingested and
+// reconstructed.
+func reconstructed(t *testing.T) string {
+	t.Helper()
+	dbPath := filepath.Join(t.TempDir(), "cpid.db")
+	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", basicBundle); code != 0 {
+		t.Fatalf("ingest: %d\n%s%s", code, out, e)
+	}
+	if code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath); code != 0 {
+		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
+	}
+	return dbPath
+}
+
+// TestGoldenTimelines compares the changes and every change's timeline on
+// the basic fixture with testdata/basic.timelines.golden (go test -update
+// rewrites it).
+func TestGoldenTimelines(t *testing.T) {
+	dbPath := reconstructed(t)
+	var b strings.Builder
+	code, out, e := runCmd(t, nil, "query", "changes", "--db", dbPath)
+	if code != 0 {
+		t.Fatalf("query changes: %d %s", code, e)
+	}
+	b.WriteString("$ cpid-tui query changes\n" + out)
+	code, js, _ := runCmd(t, nil, "query", "changes", "--db", dbPath, "--output", "json")
+	var cs []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(js), &cs) != nil || len(cs) == 0 {
+		t.Fatalf("query changes --output json: %d %s", code, js)
+	}
+	for i := len(cs) - 1; i >= 0; i-- {
+		code, out, e := runCmd(t, nil, "query", "timeline", cs[i].ID, "--db", dbPath)
+		if code != 0 {
+			t.Fatalf("query timeline: %d %s", code, e)
+		}
+		b.WriteString("\n$ cpid-tui query timeline " + cs[i].ID + "\n" + out)
+	}
+	golden := filepath.Join("testdata", "basic.timelines.golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if b.String() != string(want) {
+		writeDiff(t, string(want), b.String())
+		t.Errorf("timelines differ from %s (go test -update rewrites it after a deliberate change)", golden)
+	}
+}
+
+// TestSLI checks the SLI report on the basic fixture: every Pod created by
+// a change is counted, and the milestones come in order.
+func TestSLI(t *testing.T) {
+	dbPath := reconstructed(t)
+	code, out, e := runCmd(t, nil, "query", "sli", "--db", dbPath, "--output", "json")
+	if code != 0 {
+		t.Fatalf("query sli: %d %s", code, e)
+	}
+	var rows []sliRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	phase := map[string]sliRow{}
+	hops := 0
+	for _, r := range rows {
+		switch r.Scope {
+		case "phase":
+			phase[r.Name] = r
+		case "hop":
+			hops++
+		}
+	}
+	// The ground truth creates 3 + 2 + 2 Pods.
+	var created int
+	for _, a := range readTruth(t, "../../fixtures/basic").Actions {
+		for _, c := range a.Changes {
+			if c.Kind == "Pod" && c.Change == "created" {
+				created++
+			}
+		}
+	}
+	for _, name := range []string{"change_to_created", "change_to_scheduled", "change_to_running", "change_to_ready"} {
+		if phase[name].N != created {
+			t.Errorf("%s: %d pods, want %d", name, phase[name].N, created)
+		}
+	}
+	order := []string{"change_to_created", "change_to_scheduled", "change_to_running", "change_to_ready"}
+	for i := 1; i < len(order); i++ {
+		if a, b := phase[order[i-1]], phase[order[i]]; a.P50NS > b.P50NS || a.P50NS <= 0 {
+			t.Errorf("p50 %s = %d after %s = %d", order[i-1], a.P50NS, order[i], b.P50NS)
+		}
+	}
+	if hops < 5 {
+		t.Errorf("hop latency for %d controllers, want the deployment, replicaset, endpointslice controllers, scheduler, kwok...", hops)
 	}
 }

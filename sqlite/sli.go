@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/cpid-dev/cpid/reconstruct"
+)
+
+// PodWrites returns every successful write of the Pods that a change
+// created (all changes when change is ""), in apiserver order.
+func (s *Store) PodWrites(ctx context.Context, change string) ([]reconstruct.PodWrite, error) {
+	rows, err := s.r.QueryContext(ctx, `WITH created AS (
+		SELECT r.namespace, r.name, r.change_id, r.stage_ns FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		WHERE r.resource = 'pods' AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
+		  AND r.change_id IS NOT NULL AND (?1 = '' OR r.change_id = ?1))
+		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, b.response_object
+		FROM created c JOIN changes ch ON ch.id = c.change_id
+		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
+		  AND r.stage_ns >= c.stage_ns AND r.attempt = 0
+		JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		ORDER BY e.stage_ns, e.id`, change)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []reconstruct.PodWrite
+	for rows.Next() {
+		var w reconstruct.PodWrite
+		var obj sql.NullString
+		if err := rows.Scan(&w.Change, &w.ChangeStartNS, &w.Namespace, &w.Name, &w.Verb, &w.Subresource, &w.StageNS, &obj); err != nil {
+			return nil, err
+		}
+		if obj.Valid && isObjectBody(w.Subresource, obj.String) {
+			w.Object = json.RawMessage(obj.String)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// Hop is one controller hop: a write and how long after its cause it completed.
+type Hop struct {
+	Writer string
+	HopNS  int64
+}
+
+// Hops returns the hop latencies of every explained write of a change (all
+// changes when change is "").
+func (s *Store) Hops(ctx context.Context, change string) ([]Hop, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT writer, hop_ns FROM revisions
+		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND (?1 = '' OR change_id = ?1)`, change)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Hop
+	for rows.Next() {
+		var h Hop
+		if err := rows.Scan(&h.Writer, &h.HopNS); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
