@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -419,4 +420,48 @@ func orderRevisions(ctx context.Context, tx *sql.Tx, objects map[reconstruct.Obj
 		}
 	}
 	return nil
+}
+
+// Prune deletes CPIDs from the merge graph by the rules of section 3.4.2 of
+// the CPID paper (reconstruct.Graph.Prune) under the budget, in one
+// transaction, and returns the deleted CPIDs. Revisions keep their CPID;
+// a later full reconstruct rebuilds the whole graph.
+func (s *Store) Prune(ctx context.Context, b reconstruct.Budget, dryRun bool) ([]string, int, error) {
+	g := reconstruct.NewGraph()
+	if err := s.ScanMergelogs(ctx, math.MaxInt64, func(m reconstruct.Mergelog) error { return g.Add(m) }); err != nil {
+		return nil, 0, err
+	}
+	before := g.Len()
+	removed := g.Prune(b)
+	if dryRun || len(removed) == 0 {
+		return removed, before, nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cpid = ?1)`,
+			`DELETE FROM mergelog_sources WHERE source_cpid = ?1`,
+			`DELETE FROM mergelogs WHERE cpid = ?1`,
+		} {
+			st, err := tx.PrepareContext(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, c := range removed {
+				if _, err := st.ExecContext(ctx, c); err != nil {
+					st.Close()
+					return err
+				}
+			}
+			st.Close()
+		}
+		return nil
+	})
+	return removed, before, err
+}
+
+// NewestMergelog returns the time of the newest mergelog, 0 when none.
+func (s *Store) NewestMergelog(ctx context.Context) (int64, error) {
+	var ns int64
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(ts_ns), 0) FROM mergelogs`).Scan(&ns)
+	return ns, err
 }

@@ -46,4 +46,3 @@ same. See docs/SCHEMA.md for the tables it fills.`))
 	fmt.Fprintln(e.stdout, r)
 	return nil
 }
-

@@ -350,3 +350,40 @@ func TestSLI(t *testing.T) {
 		t.Errorf("hop latency for %d controllers, want the deployment, replicaset, endpointslice controllers, scheduler, kwok...", hops)
 	}
 }
+
+// TestPrune prunes the basic fixture's merge graph down with one change
+// pinned: the pinned change's related CPIDs are unchanged, the graph shrank.
+func TestPrune(t *testing.T) {
+	dbPath := reconstructed(t)
+	code, js, _ := runCmd(t, nil, "query", "changes", "--db", dbPath, "--output", "json", "--sort", "size")
+	var cs []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(js), &cs) != nil || len(cs) < 2 {
+		t.Fatalf("query changes: %d %s", code, js)
+	}
+	pinned := cs[len(cs)-1].ID // an early, small change
+	related := func() string {
+		code, out, e := runCmd(t, nil, "query", "related", pinned, "--db", dbPath)
+		if code != 0 {
+			t.Fatalf("query related: %d %s", code, e)
+		}
+		return out
+	}
+	count := func() (n int) {
+		openDB(t, dbPath).QueryRow(`SELECT count(*) FROM mergelogs`).Scan(&n)
+		return n
+	}
+	before, n0 := related(), count()
+	code, out, e := runCmd(t, nil, "prune", "--db", dbPath, "--older-than", "1s", "--keep", pinned)
+	if code != 0 {
+		t.Fatalf("prune: %d %s%s", code, out, e)
+	}
+	if after := related(); after != before {
+		t.Errorf("related CPIDs of the pinned change changed:\nbefore %s\nafter  %s", before, after)
+	}
+	if n1 := count(); n1 >= n0 {
+		t.Errorf("mergelogs %d -> %d: nothing pruned", n0, n1)
+	}
+	if code, _, _ := runCmd(t, nil, "prune", "--db", dbPath); code != 2 {
+		t.Errorf("prune without a budget: exit %d, want 2", code)
+	}
+}
