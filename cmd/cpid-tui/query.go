@@ -22,6 +22,9 @@ const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct fi
   timeline ID        every write of change ID in apiserver order: writer,
                      object, the write that caused it and the hop latency;
                      '*' marks the critical path to the last write
+  spans ID           the spans of change ID: one apiserver span per write
+                     (received to completed) and the controller spans of
+                     every related CPID (instrumented controllers)
   related CPID       the CPID and every CPID descending from it (paper Table 2)
   origins CPID       the CPID and every CPID it descends from
   sli                p50/p90/p99 of user change to Pod created, scheduled,
@@ -38,7 +41,7 @@ Examples:
   cpid-tui query timeline 044d68ee-6a4f-47dc-a93e-da38a9ba0d77 --output json | jq '.[] | select(.critical)'`
 
 func runQuery(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "query", "changes|timeline ID|related CPID|origins CPID [flags]", queryHelp)
+	fs := newFlags(e, "query", "changes|timeline ID|spans ID|related CPID|origins CPID|sli [flags]", queryHelp)
 	var db string
 	dbFlag(fs, &db)
 	out := fs.String("output", "table", "table, json or csv")
@@ -126,13 +129,26 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 			rows = append(rows, []string{id})
 		}
 		return output(e.stdout, *out, []string{"CPID"}, rows, ids)
+	case "spans":
+		if err := need(1); err != nil {
+			return err
+		}
+		sp, err := st.Spans(ctx, pos[1])
+		if err != nil {
+			return err
+		}
+		var rows [][]string
+		for _, x := range sp {
+			rows = append(rows, []string{clock(x.StartNS), dur(x.EndNS - x.StartNS), x.Kind, x.Service, x.Name, x.SpanID, x.ParentID})
+		}
+		return output(e.stdout, *out, []string{"START", "DURATION", "KIND", "SERVICE", "NAME", "SPAN", "PARENT"}, rows, sp)
 	case "sli":
 		if err := need(0); err != nil {
 			return err
 		}
 		return querySLI(ctx, e, st, *change, *out)
 	}
-	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, related, origins, sli)\n", pos[0])
+	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, spans, related, origins, sli)\n", pos[0])
 	return errUsage
 }
 
