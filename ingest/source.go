@@ -376,3 +376,12 @@ func fileSize(name string) int64 {
 	}
 	return fi.Size()
 }
+
+// Family names the log a file belongs to: its directory (or bundle member's)
+// and the live file's name, rotation suffixes removed. The rotated backups
+// of one apiserver's audit log share it; two apiservers' logs do not.
+func Family(name string) string {
+	dir, base := path.Split(filepath.ToSlash(name))
+	fam, _ := rotation(base)
+	return dir + fam
+}

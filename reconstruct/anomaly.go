@@ -12,18 +12,28 @@ import (
 // in Kubernetes):
 //   - rv-backwards: a successful write stored a resourceVersion lower than an
 //     earlier one of the same object, in apiserver time order (a replayed
-//     watch, or apiservers whose clocks disagree);
+//     watch);
+//   - clock-skew: the same, with the two writes in the logs of two
+//     apiservers: their clocks disagree;
 //   - repeated-write: the same writer sent the same request body to the
 //     same object twice in a row (a controller re-processing old state);
 //   - transition-backwards: a status condition's lastTransitionTime moved
 //     earlier than the one before (a kubelet reusing a cached time).
 func (en *Engine) anomalies(o *Object, e *Event) {
 	if rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64); err == nil && e.Verb != "delete" {
-		if rv < o.lastRV {
+		switch {
+		case rv < o.lastRV && e.Source != o.lastSource:
+			// Writes reach the object in etcd order; if their apiserver
+			// times say otherwise and they come from two logs, the
+			// apiservers' clocks disagree.
+			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "clock-skew", EventID: e.ID, Key: o.Key,
+				Detail: fmt.Sprintf("resourceVersion %d from %s is earlier than %d from %s, but its time is later",
+					rv, e.Source, o.lastRV, o.lastSource)})
+		case rv < o.lastRV:
 			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "rv-backwards", EventID: e.ID, Key: o.Key,
 				Detail: fmt.Sprintf("resourceVersion %d after %d", rv, o.lastRV)})
-		} else {
-			o.lastRV = rv
+		default:
+			o.lastRV, o.lastSource = rv, e.Source
 		}
 	}
 	if len(e.Request) > 0 && e.Verb != "delete" {

@@ -26,6 +26,7 @@ type Object struct {
 	// it could have observed.
 	last, prev *Ref
 	lastRV     int64
+	lastSource string   // the log of the write that stored lastRV
 	lastReq    [20]byte // hash of the latest request body, to spot repeats
 	conds      map[string]int64
 }

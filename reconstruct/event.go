@@ -37,6 +37,9 @@ type Event struct {
 	// not a Status); Request is the request body (the patch, for a patch).
 	Object  json.RawMessage
 	Request json.RawMessage
+	// Source names the log the event came from (its rotation family), so
+	// that events of two apiservers can be told apart.
+	Source string
 }
 
 // OwnerRef is one metadata.ownerReferences entry.

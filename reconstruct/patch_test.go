@@ -6,7 +6,7 @@ func TestApplyPatch(t *testing.T) {
 	prev := `{"metadata":{"name":"web","labels":{"a":"1","b":"2"}},"spec":{"replicas":3,"list":[1,2,3]}}`
 	for _, c := range []struct {
 		name, patch, want string
-		err             bool
+		err               bool
 	}{
 		{"merge patch: set, delete, nest", `{"metadata":{"labels":{"a":null,"c":"3"}},"spec":{"replicas":5}}`,
 			`{"metadata":{"labels":{"b":"2","c":"3"},"name":"web"},"spec":{"list":[1,2,3],"replicas":5}}`, false},

@@ -20,6 +20,7 @@ type savedObject struct {
 	PrevTargets []ObjectKey      `json:",omitempty"`
 	Last, Prev  *Ref             `json:",omitempty"`
 	LastRV      int64            `json:",omitempty"`
+	LastSource  string           `json:",omitempty"`
 	LastReq     [20]byte         `json:",omitempty"`
 	Conds       map[string]int64 `json:",omitempty"`
 }
@@ -37,7 +38,7 @@ func (en *Engine) MarshalState() ([]byte, error) {
 	for _, o := range en.objects {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
-			LastRV: o.lastRV, LastReq: o.lastReq, Conds: o.conds})
+			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
 	sort.Slice(s.Objects, func(i, j int) bool { return s.Objects[i].Key.String() < s.Objects[j].Key.String() })
@@ -55,7 +56,7 @@ func (en *Engine) RestoreState(b []byte) error {
 	}
 	for _, so := range s.Objects {
 		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
-			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV,
+			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV, lastSource: so.LastSource,
 			lastReq: so.LastReq, conds: so.Conds}
 		en.objects[o.Key] = o
 		if o.UID != "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -85,8 +86,9 @@ func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
 func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*reconstruct.Event) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.api_version, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
-		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs, b.response_object, b.request_object
-		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
+		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs, b.response_object, b.request_object,
+		f.path
+		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id JOIN files f ON f.id = e.file_id
 		WHERE e.received_ns > ? AND e.id <= ? AND e.stage IN ('ResponseComplete', 'Panic')
 		  AND e.verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')
 		ORDER BY e.received_ns, e.id`, afterNS, upToID)
@@ -95,13 +97,19 @@ func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*
 	}
 	defer rows.Close()
 	var e reconstruct.Event
+	families := map[string]string{}
 	for rows.Next() {
 		var anc, owners, resp, req sql.NullString
+		var path string
 		e = reconstruct.Event{}
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req); err != nil {
+			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &path); err != nil {
 			return err
+		}
+		if e.Source = families[path]; e.Source == "" {
+			e.Source = ingest.Family(path)
+			families[path] = e.Source
 		}
 		if anc.Valid {
 			json.Unmarshal([]byte(anc.String), &e.Ancestors)
