@@ -110,6 +110,8 @@ type Anomaly struct {
 type Engine struct {
 	State
 	Graph *Graph
+	// recorded says, per CPID, which origins already have a mergelog for it.
+	recorded map[string]uint8
 
 	Writes    []Write
 	Mergelogs []Emitted
@@ -122,9 +124,27 @@ type Engine struct {
 func NewEngine() *Engine {
 	return &Engine{
 		State: State{objects: map[ObjectKey]*Object{}, byUID: map[string]ObjectKey{}},
-		Graph: NewGraph(),
+		Graph:    NewGraph(),
+		recorded: map[string]uint8{},
 	}
 }
+
+func originBit(o Origin) uint8 {
+	switch o {
+	case OriginLog:
+		return 1
+	case OriginAnnotation:
+		return 2
+	}
+	return 4
+}
+
+// has reports whether a mergelog of that origin was recorded for cpid; a
+// CPID known only as the source of another's mergelog has none.
+func (en *Engine) has(cpid string, o Origin) bool { return en.recorded[cpid]&originBit(o) != 0 }
+
+// hasAny reports whether any mergelog was recorded for cpid.
+func (en *Engine) hasAny(cpid string) bool { return en.recorded[cpid] != 0 }
 
 // Emitted is a mergelog the engine emitted and the write that showed it (0
 // for a mergelog read from a controller's log).
@@ -139,6 +159,7 @@ func (en *Engine) AddMergelog(m Mergelog) error {
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
+	en.recorded[m.CPID] |= originBit(m.Origin)
 	en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m})
 	return nil
 }
@@ -191,7 +212,7 @@ func (en *Engine) Process(e *Event) {
 		return
 	}
 	if w.CPIDOrigin == "root" {
-		if !en.Graph.Has(w.CPID) {
+		if !en.hasAny(w.CPID) {
 			en.emit(e, Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
 		}
 		en.Changes = append(en.Changes, Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS})
@@ -282,7 +303,7 @@ func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
 	// An instrumented writer put a new CPID on the object: take it as it is.
 	if e.CPID != "" && e.CPID != prevCPID && !w.Attempt {
 		w.CPID, w.CPIDOrigin = e.CPID, "annotation"
-		if !en.Graph.Has(e.CPID) {
+		if !en.has(e.CPID, OriginAnnotation) && (len(e.Ancestors) > 0 || !en.hasAny(e.CPID)) {
 			src := en.Graph.Maximal(e.Ancestors)
 			en.emit(e, Mergelog{CPID: e.CPID, Sources: src, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginAnnotation})
 		}
@@ -317,6 +338,7 @@ func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
 
 func (en *Engine) emit(e *Event, m Mergelog) {
 	if err := en.Graph.Add(m); err == nil {
+		en.recorded[m.CPID] |= originBit(m.Origin)
 		en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m, EventID: e.ID})
 	}
 }

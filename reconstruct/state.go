@@ -67,4 +67,10 @@ func (en *Engine) RestoreState(b []byte) error {
 }
 
 // RestoreMergelog adds a stored mergelog to the graph without emitting it again.
-func (en *Engine) RestoreMergelog(m Mergelog) error { return en.Graph.Add(m) }
+func (en *Engine) RestoreMergelog(m Mergelog) error {
+	if err := en.Graph.Add(m); err != nil {
+		return err
+	}
+	en.recorded[m.CPID] |= originBit(m.Origin)
+	return nil
+}

@@ -189,7 +189,8 @@ func (s *Store) Origins(ctx context.Context, cpid string) ([]string, error) {
 
 func (s *Store) walk(ctx context.Context, cpid, q string) ([]string, error) {
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM mergelogs WHERE cpid = ?`, cpid).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM mergelogs WHERE cpid = ?1)
+		+ (SELECT count(*) FROM mergelog_sources WHERE source_cpid = ?1)`, cpid).Scan(&n); err != nil {
 		return nil, err
 	}
 	if n == 0 {
