@@ -123,7 +123,7 @@ type Engine struct {
 // NewEngine returns an engine with an empty state and graph.
 func NewEngine() *Engine {
 	return &Engine{
-		State: State{objects: map[ObjectKey]*Object{}, byUID: map[string]ObjectKey{}},
+		State:    State{objects: map[ObjectKey]*Object{}, byUID: map[string]ObjectKey{}},
 		Graph:    NewGraph(),
 		recorded: map[string]uint8{},
 	}

@@ -32,9 +32,9 @@ func event(n int, verb, group, resource, name, user, ua, cpid, ancestors string,
 	ev := map[string]any{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
 		"auditID": fmt.Sprintf("aaaaaaaa-0000-0000-0000-%012d", n), "stage": "ResponseComplete",
 		"requestURI": "/x", "verb": verb, "user": map[string]any{"username": user}, "userAgent": ua,
-		"objectRef": map[string]any{"resource": resource, "namespace": "default", "name": name, "apiGroup": group, "apiVersion": "v1"},
+		"objectRef":      map[string]any{"resource": resource, "namespace": "default", "name": name, "apiGroup": group, "apiVersion": "v1"},
 		"responseStatus": map[string]any{"metadata": map[string]any{}, "code": 201},
-		"requestObject": obj, "responseObject": obj,
+		"requestObject":  obj, "responseObject": obj,
 		"requestReceivedTimestamp": fmt.Sprintf("2026-11-22T16:00:%02d.000000Z", n),
 		"stageTimestamp":           fmt.Sprintf("2026-11-22T16:00:%02d.050000Z", n)}
 	b, _ := json.Marshal(ev)
