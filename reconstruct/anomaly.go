@@ -18,7 +18,9 @@ import (
 //   - repeated-write: the same writer sent the same request body to the
 //     same object twice in a row (a controller re-processing old state);
 //   - transition-backwards: a status condition's lastTransitionTime moved
-//     earlier than the one before (a kubelet reusing a cached time).
+//     earlier than the one before (a kubelet reusing a cached time);
+//   - merge-cycle (from emit): a mergelog that would close a cycle in the
+//     merge graph, refused.
 func (en *Engine) anomalies(o *Object, e *Event) {
 	if rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64); err == nil && e.Verb != "delete" {
 		switch {

@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"crypto/sha1"
+	"fmt"
 	"sort"
 	"strconv"
 
@@ -316,31 +317,35 @@ func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
 	for _, c := range causes {
 		set = append(set, c.ref.CPID)
 	}
-	max := en.Graph.Maximal(set)
+	maximal := en.Graph.Maximal(set)
 	switch {
-	case len(max) == 0:
+	case len(maximal) == 0:
 		w.CPID, w.CPIDOrigin = inferredCPID(e), "background"
 		if !w.Attempt {
 			en.emit(e, Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
 		}
-	case len(max) == 1:
-		w.CPID, w.CPIDOrigin = max[0], "inferred"
-		if e.CPID == max[0] {
+	case len(maximal) == 1:
+		w.CPID, w.CPIDOrigin = maximal[0], "inferred"
+		if e.CPID == maximal[0] {
 			w.CPIDOrigin = "annotation"
 		}
 	default:
 		w.CPID, w.CPIDOrigin = inferredCPID(e), "inferred"
 		if !w.Attempt {
-			en.emit(e, Mergelog{CPID: w.CPID, Sources: max, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
+			en.emit(e, Mergelog{CPID: w.CPID, Sources: maximal, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
 		}
 	}
 }
 
 func (en *Engine) emit(e *Event, m Mergelog) {
-	if err := en.Graph.Add(m); err == nil {
-		en.recorded[m.CPID] |= originBit(m.Origin)
-		en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m, EventID: e.ID})
+	if err := en.Graph.Add(m); err != nil {
+		// Only corrupt input can close a cycle (CPIDs are random): say so.
+		en.Anomalies = append(en.Anomalies, Anomaly{Kind: "merge-cycle", EventID: e.ID, Key: e.Key(),
+			Detail: fmt.Sprintf("mergelog %v -> %s refused: %v", m.Sources, m.CPID, err)})
+		return
 	}
+	en.recorded[m.CPID] |= originBit(m.Origin)
+	en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m, EventID: e.ID})
 }
 
 // learn updates what the engine knows of o from a successful write, and

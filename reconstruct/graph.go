@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -49,12 +50,27 @@ type Graph struct {
 	free  []int32  // ids of pruned CPIDs, reused first
 	live  int
 
+	// The sources and children of the nodes are linked lists in one
+	// arena, so that neither nodes nor edges hold pointers: at a million
+	// CPIDs, that saves two allocations per CPID and most of the garbage
+	// collector's scanning. Edge 0 is the nil edge.
+	edges    []edge
+	freeEdge int32 // a list of edges through next
+
 	// ord is a topological order kept as the graph grows (Pearce and
 	// Kelly, "A dynamic topological sort algorithm for directed acyclic
-	// graphs", 2006): ord(s) < ord(c) for every edge s -> c. New CPIDs go
-	// last, new sources first, so in-order and reversed input never
-	// reorder; it bounds every search to the nodes between two ords.
-	minOrd, maxOrd int64
+	// graphs", 2006): distinct, with ord(s) < ord(c) for every edge s -> c.
+	// It bounds every search to the nodes ordered between two CPIDs.
+	//
+	// A new CPID goes last, in a block of its own: ords
+	// ((b-1)<<blockBits, b<<blockBits] form block b, whose top is the ord
+	// of the CPID that opened it. A new source of c takes the next free
+	// ord of c's block going down, below c, so that when its own mergelog
+	// arrives a little late (logs of several writers merged by time) the
+	// reordering spans only the CPIDs added in between. Blocks used up,
+	// and ords <= 0, fall back to minOrd, below everything.
+	minOrd int64
+	blocks []int32 // by block: ords taken from the top, the opener's included
 
 	labels   []string // services and origins, interned
 	labelIDs map[string]int32
@@ -65,22 +81,34 @@ type Graph struct {
 	gen        uint32
 	queue      []int32
 	known      []int32
+	setIDs     []int32
+	srcs       []string
 }
 
+const blockBits = 20
+
 type gnode struct {
-	sources  []int32 // in the order first added
-	children []int32 // in the order first added
-	ord      int64
-	timeNS   int64
-	service  int32 // into labels
-	origin   int32 // into labels
-	logged   bool  // a mergelog of this CPID was added
+	ord    int64
+	timeNS int64
+	// Lists of edges, in the order first added: first and last.
+	src, srcTail     int32
+	child, childTail int32
+	nsrc             int32 // number of sources
+	service          int32 // into labels
+	origin           int32 // into labels
+	logged           bool  // a mergelog of this CPID was added
+}
+
+type edge struct {
+	to, next int32
 }
 
 // NewGraph returns an empty graph.
 func NewGraph() *Graph {
 	return &Graph{
 		ids:      make(map[string]int32),
+		blocks:   []int32{0},
+		edges:    []edge{{}},
 		labels:   []string{""},
 		labelIDs: map[string]int32{"": 0},
 	}
@@ -97,9 +125,13 @@ func (g *Graph) Add(m Mergelog) error {
 	if m.CPID == "" {
 		return errors.New("add mergelog: empty CPID")
 	}
-	srcs := uniq(m.Sources)
+	srcs := appendUniq(g.srcs[:0], m.Sources)
+	defer func() { clear(srcs); g.srcs = srcs[:0] }()
 	if slices.Contains(srcs, m.CPID) {
 		return fmt.Errorf("add mergelog %s: it is its own source: %w", m.CPID, ErrCycle)
+	}
+	if len(g.nodes) >= math.MaxInt32-len(srcs) || len(g.edges) >= math.MaxInt32-2*len(srcs) {
+		return fmt.Errorf("add mergelog %s: graph full", m.CPID)
 	}
 	c, ok := g.ids[m.CPID]
 	if ok {
@@ -107,8 +139,8 @@ func (g *Graph) Add(m Mergelog) error {
 			return fmt.Errorf("add mergelog %s: source %s descends from it: %w", m.CPID, g.names[s], ErrCycle)
 		}
 	} else {
-		g.maxOrd++
-		c = g.newNode(m.CPID, g.maxOrd)
+		g.blocks = append(g.blocks, 1)
+		c = g.newNode(m.CPID, int64(len(g.blocks)-1)<<blockBits)
 	}
 	n := &g.nodes[c]
 	if !n.logged || m.TimeNS < n.timeNS {
@@ -120,22 +152,50 @@ func (g *Graph) Add(m Mergelog) error {
 	for _, name := range srcs {
 		s, ok := g.ids[name]
 		if !ok {
-			g.minOrd--
-			s = g.newNode(name, g.minOrd)
+			s = g.newNode(name, g.below(c))
 			g.nodes[s].timeNS = m.TimeNS
 		} else if sn := &g.nodes[s]; !sn.logged && m.TimeNS < sn.timeNS {
 			sn.timeNS = m.TimeNS
 		}
-		if slices.Contains(g.nodes[c].sources, s) {
+		if g.hasSource(c, s) {
 			continue
 		}
 		if g.nodes[s].ord > g.nodes[c].ord {
 			g.reorder(s, c)
 		}
-		g.nodes[c].sources = append(g.nodes[c].sources, s)
-		g.nodes[s].children = append(g.nodes[s].children, c)
+		cn := &g.nodes[c]
+		cn.src, cn.srcTail = g.link(cn.src, cn.srcTail, s)
+		cn.nsrc++
+		sn := &g.nodes[s]
+		sn.child, sn.childTail = g.link(sn.child, sn.childTail, c)
 	}
 	return nil
+}
+
+func (g *Graph) hasSource(c, s int32) bool {
+	for e := g.nodes[c].src; e != 0; e = g.edges[e].next {
+		if g.edges[e].to == s {
+			return true
+		}
+	}
+	return false
+}
+
+// link appends an edge to id to the list from head to tail.
+func (g *Graph) link(head, tail, id int32) (int32, int32) {
+	e := g.freeEdge
+	if e != 0 {
+		g.freeEdge = g.edges[e].next
+		g.edges[e] = edge{to: id}
+	} else {
+		e = int32(len(g.edges))
+		g.edges = append(g.edges, edge{to: id})
+	}
+	if head == 0 {
+		return e, e
+	}
+	g.edges[tail].next = e
+	return head, e
 }
 
 // Has reports whether cpid is in the graph.
@@ -178,7 +238,7 @@ func (g *Graph) Origins(cpid string) []string {
 	if !ok {
 		return nil
 	}
-	out := g.walk(id, false, func(n *gnode) bool { return len(n.sources) == 0 })
+	out := g.walk(id, false, func(n *gnode) bool { return n.nsrc == 0 })
 	slices.Sort(out)
 	return out
 }
@@ -206,7 +266,8 @@ func (g *Graph) DescendsFrom(cpid, ancestor string) bool {
 	found := false
 search:
 	for i := 0; i < len(q); i++ {
-		for _, s := range g.nodes[q[i]].sources {
+		for e := g.nodes[q[i]].src; e != 0; e = g.edges[e].next {
+			s := g.edges[e].to
 			if s == a {
 				found = true
 				break search
@@ -229,13 +290,17 @@ search:
 // the mergelog to emit.
 func (g *Graph) Maximal(set []string) []string {
 	set = uniq(set)
-	known := g.known[:0]
+	ids, known := g.setIDs[:0], g.known[:0]
 	for _, name := range set {
-		if id, ok := g.ids[name]; ok {
+		id, ok := g.ids[name]
+		if !ok {
+			id = -1
+		} else {
 			known = append(known, id)
 		}
+		ids = append(ids, id)
 	}
-	g.known = known[:0]
+	g.setIDs, g.known = ids[:0], known[:0]
 	if len(known) < 2 {
 		return set
 	}
@@ -261,7 +326,8 @@ search:
 		}
 		q = append(q[:0], f)
 		for i := 0; i < len(q); i++ {
-			for _, s := range g.nodes[q[i]].sources {
+			for e := g.nodes[q[i]].src; e != 0; e = g.edges[e].next {
+				s := g.edges[e].to
 				if g.nodes[s].ord < low || g.seen[s] == g.gen {
 					continue
 				}
@@ -277,8 +343,8 @@ search:
 	}
 	g.queue = q[:0]
 	out := set[:0]
-	for _, name := range set {
-		if id, ok := g.ids[name]; !ok || g.seen[id] != g.gen {
+	for i, name := range set {
+		if id := ids[i]; id < 0 || g.seen[id] != g.gen {
 			out = append(out, name)
 		}
 	}
@@ -292,7 +358,16 @@ func (g *Graph) Sources(cpid string) []string {
 	if !ok {
 		return nil
 	}
-	return g.namesOf(g.nodes[id].sources)
+	return g.namesOf(g.list(g.nodes[id].src))
+}
+
+// list returns the ids of the list of edges from head.
+func (g *Graph) list(head int32) []int32 {
+	var out []int32
+	for e := head; e != 0; e = g.edges[e].next {
+		out = append(out, g.edges[e].to)
+	}
+	return out
 }
 
 // Mergelog returns the mergelog of cpid as merged by Add, with the sources
@@ -305,7 +380,7 @@ func (g *Graph) Mergelog(cpid string) (Mergelog, bool) {
 	n := &g.nodes[id]
 	return Mergelog{
 		CPID:    cpid,
-		Sources: g.namesOf(n.sources),
+		Sources: g.namesOf(g.list(n.src)),
 		TimeNS:  n.timeNS,
 		Service: g.labels[n.service],
 		Origin:  Origin(g.labels[n.origin]),
@@ -328,6 +403,19 @@ func (g *Graph) newNode(name string, ord int64) int32 {
 	g.ids[name] = id
 	g.live++
 	return id
+}
+
+// below returns a free ord lower than c's.
+func (g *Graph) below(c int32) int64 {
+	if o := g.nodes[c].ord; o > 0 {
+		b := (o + 1<<blockBits - 1) >> blockBits
+		if n := g.blocks[b]; n < 1<<blockBits {
+			g.blocks[b]++
+			return b<<blockBits - int64(n)
+		}
+	}
+	g.minOrd--
+	return g.minOrd
 }
 
 func (g *Graph) label(s string) int32 {
@@ -378,11 +466,12 @@ func (g *Graph) walk(id int32, forward bool, keep func(*gnode) bool) []string {
 		if keep == nil || keep(n) {
 			out = append(out, g.names[q[i]])
 		}
-		next := n.sources
+		e := n.src
 		if forward {
-			next = n.children
+			e = n.child
 		}
-		for _, s := range next {
+		for ; e != 0; e = g.edges[e].next {
+			s := g.edges[e].to
 			if g.seen[s] != g.gen {
 				g.seen[s] = g.gen
 				q = append(q, s)
@@ -416,7 +505,8 @@ func (g *Graph) cycle(c int32, srcs []string) int32 {
 	found := int32(-1)
 search:
 	for i := 0; i < len(q); i++ {
-		for _, x := range g.nodes[q[i]].children {
+		for e := g.nodes[q[i]].child; e != 0; e = g.edges[e].next {
+			x := g.edges[e].to
 			if g.mark[x] == g.gen {
 				found = x
 				break search
@@ -462,12 +552,12 @@ func (g *Graph) band(id int32, forward bool, in func(int64) bool) []int32 {
 	g.seen[id] = g.gen
 	out := []int32{id}
 	for i := 0; i < len(out); i++ {
-		next := g.nodes[out[i]].sources
+		e := g.nodes[out[i]].src
 		if forward {
-			next = g.nodes[out[i]].children
+			e = g.nodes[out[i]].child
 		}
-		for _, x := range next {
-			if g.seen[x] != g.gen && in(g.nodes[x].ord) {
+		for ; e != 0; e = g.edges[e].next {
+			if x := g.edges[e].to; g.seen[x] != g.gen && in(g.nodes[x].ord) {
 				g.seen[x] = g.gen
 				out = append(out, x)
 			}
@@ -479,7 +569,11 @@ func (g *Graph) band(id int32, forward bool, in func(int64) bool) []int32 {
 // uniq returns set without "" and repeats, in first-seen order, in a new
 // slice.
 func uniq(set []string) []string {
-	out := make([]string, 0, len(set))
+	return appendUniq(make([]string, 0, len(set)), set)
+}
+
+// appendUniq appends to out the strings of set but "" and repeats.
+func appendUniq(out, set []string) []string {
 	var seen map[string]bool
 	if len(set) > 16 {
 		seen = make(map[string]bool, len(set))

@@ -40,7 +40,7 @@ func (g *Graph) Prune(b Budget) (removed []string) {
 	var cands []int32
 	for id := range g.nodes {
 		id := int32(id)
-		if g.names[id] != "" && len(g.nodes[id].sources) == 0 && (b.MaxCPIDs > 0 || old(id)) {
+		if g.names[id] != "" && g.nodes[id].nsrc == 0 && (b.MaxCPIDs > 0 || old(id)) {
 			cands = append(cands, id)
 		}
 	}
@@ -63,7 +63,7 @@ func (g *Graph) Roots() []string {
 	var ids []int32
 	for id := range g.nodes {
 		id := int32(id)
-		if g.names[id] != "" && len(g.nodes[id].sources) == 0 {
+		if g.names[id] != "" && g.nodes[id].nsrc == 0 {
 			ids = append(ids, id)
 		}
 	}
@@ -84,14 +84,15 @@ func (g *Graph) remove(r int32, keep func(int32) bool, removed []string) []strin
 	q := []int32{r}
 	for i := 0; i < len(q); i++ {
 		x := q[i]
-		for _, c := range g.nodes[x].children {
-			n := &g.nodes[c]
-			if j := slices.Index(n.sources, x); j >= 0 {
-				n.sources = slices.Delete(n.sources, j, j+1)
-			}
-			if len(n.sources) == 0 && !keep(c) {
+		for e := g.nodes[x].child; e != 0; {
+			c, next := g.edges[e].to, g.edges[e].next
+			g.unlinkSource(c, x)
+			if g.nodes[c].nsrc == 0 && !keep(c) {
 				q = append(q, c)
 			}
+			g.edges[e] = edge{next: g.freeEdge}
+			g.freeEdge = e
+			e = next
 		}
 		name := g.names[x]
 		removed = append(removed, name)
@@ -102,4 +103,28 @@ func (g *Graph) remove(r int32, keep func(int32) bool, removed []string) []strin
 		g.live--
 	}
 	return removed
+}
+
+// unlinkSource deletes the edge s -> c.
+func (g *Graph) unlinkSource(c, s int32) {
+	n := &g.nodes[c]
+	var prev int32
+	for e := n.src; e != 0; prev, e = e, g.edges[e].next {
+		if g.edges[e].to != s {
+			continue
+		}
+		next := g.edges[e].next
+		if prev == 0 {
+			n.src = next
+		} else {
+			g.edges[prev].next = next
+		}
+		if n.srcTail == e {
+			n.srcTail = prev
+		}
+		n.nsrc--
+		g.edges[e] = edge{next: g.freeEdge}
+		g.freeEdge = e
+		return
+	}
 }
