@@ -387,3 +387,10 @@ func TestPrune(t *testing.T) {
 		t.Errorf("prune without a budget: exit %d, want 2", code)
 	}
 }
+
+// TestAttributionInstrumented: the same actions with the Deployment and
+// ReplicaSet controllers instrumented and the users' changes stamped: the
+// changes are found by their root CPIDs and attributed just as well.
+func TestAttributionInstrumented(t *testing.T) {
+	checkAttribution(t, "instrumented", 1, 1)
+}
