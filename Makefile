@@ -6,7 +6,7 @@ DEMO_DB ?= $(CURDIR)/demo.db
 SCENARIO ?= basic
 FUZZTIME ?= 30s
 
-.PHONY: build test demo record bench fuzz vet clean
+.PHONY: build test demo record experiments bench fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cpid-tui
@@ -30,6 +30,11 @@ demo: build
 # about 10 minutes): make record SCENARIO=basic
 record:
 	fixtures/recorder/record.sh $(SCENARIO) fixtures/$(SCENARIO)
+
+# The CPID paper's section 5 experiments on a real control plane (about 30
+# minutes; builds Kubernetes on first use); writes docs/EXPERIMENTS.md.
+experiments:
+	fixtures/experiments.sh
 
 # Benchmarks; writes docs/BENCHMARKS.md.
 bench: build
