@@ -252,10 +252,12 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // reconstructed returns a database with the basic fixture ingested and
 // reconstructed.
-func reconstructed(t *testing.T) string {
+func reconstructed(t *testing.T) string { return reconstructedFixture(t, basicBundle) }
+
+func reconstructedFixture(t *testing.T, bundle string) string {
 	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", basicBundle); code != 0 {
+	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", bundle); code != 0 {
 		t.Fatalf("ingest: %d\n%s%s", code, out, e)
 	}
 	if code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath); code != 0 {
@@ -265,10 +267,16 @@ func reconstructed(t *testing.T) string {
 }
 
 // TestGoldenTimelines compares the changes and every change's timeline on
-// the basic fixture with testdata/basic.timelines.golden (go test -update
-// rewrites it).
+// each real fixture with testdata/FIXTURE.timelines.golden (go test -update
+// rewrites them).
 func TestGoldenTimelines(t *testing.T) {
-	dbPath := reconstructed(t)
+	for _, f := range []string{"basic", "instrumented"} {
+		t.Run(f, func(t *testing.T) { goldenTimelines(t, f) })
+	}
+}
+
+func goldenTimelines(t *testing.T, fixture string) {
+	dbPath := reconstructedFixture(t, filepath.Join("../../fixtures", fixture, "bundle"))
 	var b strings.Builder
 	code, out, e := runCmd(t, nil, "query", "changes", "--db", dbPath)
 	if code != 0 {
@@ -287,7 +295,7 @@ func TestGoldenTimelines(t *testing.T) {
 		}
 		b.WriteString("\n$ cpid-tui query timeline " + cs[i].ID + "\n" + out)
 	}
-	golden := filepath.Join("testdata", "basic.timelines.golden")
+	golden := filepath.Join("testdata", fixture+".timelines.golden")
 	if *update {
 		os.MkdirAll("testdata", 0o755)
 		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
