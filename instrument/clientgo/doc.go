@@ -24,6 +24,14 @@
 //
 //	cfg.Wrap(clientgo.New(tracer, lookup).Wrap)
 //
+// Controllers that copy annotations between objects see the trace context
+// too: the deployment controller copies a Deployment's annotations onto its
+// ReplicaSets and rewrites a ReplicaSet whose annotations differ, so once the
+// Stamper has merged a ReplicaSet's own CPID with its Deployment's, the
+// controller writes the ReplicaSet again (a few times, until the merged CPID
+// is reused). The writes are correct, but there are more of them than
+// without instrumentation.
+//
 // Fake clientsets do not go through a transport and drop the context of each
 // call; Stamper.Reactor stamps their writes instead, for tests.
 //
