@@ -19,12 +19,14 @@ vet:
 test: vet
 	$(GO) test -count=1 ./...
 
-# Ingest the bundled real fixture into demo.db and show what is in it.
+# Ingest and reconstruct the bundled real fixture into demo.db, then open
+# the terminal UI on it (q quits, ? shows the keys).
 demo: build
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
-	$(BIN) ingest --db $(DEMO_DB) fixtures/basic/bundle
-	@echo
-	@echo "Stored in $(DEMO_DB). Try: sqlite3 $(DEMO_DB) 'select verb, resource, count(*) from audit_events group by 1, 2 order by 3 desc limit 10'"
+	$(BIN) ingest --quiet --db $(DEMO_DB) fixtures/basic/bundle
+	$(BIN) reconstruct --db $(DEMO_DB)
+	@if [ -t 0 ] && [ -t 1 ]; then $(BIN) browse --db $(DEMO_DB); else \
+		echo "Not a terminal: run $(BIN) browse --db $(DEMO_DB) in one, or $(BIN) query changes --db $(DEMO_DB)"; fi
 
 # Record a fixture from a real control plane (builds Kubernetes on first use,
 # about 10 minutes): make record SCENARIO=basic

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+	"github.com/cpid-dev/cpid/sqlite"
+)
+
+func init() {
+	register(command{name: "browse", summary: "terminal UI: changes, their merge DAG, timelines, logs and revisions", run: runBrowse})
+}
+
+func runBrowse(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "browse", "[--db cpid.db] [--change ID]", strings.TrimSpace(`
+Opens a terminal UI on a database that ingest and reconstruct filled: the
+root changes, newest first; for one change its merge DAG, a timeline with one
+lane per controller and the critical path, its controllers' log lines, and
+the revisions of its objects with a diff between any two. Press ? for the
+keys, q to quit. When tail writes to the same database, the view refreshes
+and keeps its cursor. NO_COLOR turns colors off; 80x24 is enough.
+
+For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
+	var db string
+	dbFlag(fs, &db)
+	change := fs.String("change", "", "open this change (an id from the changes list) first")
+	refresh := fs.Duration("refresh", 2*time.Second, "how often to look for new data; 0 never")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || *refresh < 0 {
+		fs.Usage()
+		return errUsage
+	}
+	// Opening creates a missing database; browsing an empty new file would
+	// only hide a wrong path.
+	if _, err := os.Stat(db); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("no database at %s (cpid-tui ingest and cpid-tui reconstruct create it)", db)
+		}
+		return err
+	}
+	in, inOK := e.stdin.(*os.File)
+	out, outOK := e.stdout.(*os.File)
+	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
+		return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	noColor := os.Getenv("NO_COLOR") != ""
+	m := tui.New(ctx, st, tui.Options{Change: *change, Refresh: *refresh, Color: !noColor})
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}
+	if noColor {
+		// https://no-color.org: any non-empty value, which the terminal
+		// detection (strconv.ParseBool) would not all take.
+		opts = append(opts, tea.WithColorProfile(colorprofile.ASCII))
+	}
+	if _, err := tea.NewProgram(m, opts...).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		return fmt.Errorf("terminal UI: %w", err)
+	}
+	return nil
+}

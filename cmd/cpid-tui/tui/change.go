@@ -1,0 +1,278 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/cpid-dev/cpid/sqlite"
+)
+
+// Panes of a change, in tab order.
+const (
+	paneDAG = iota
+	paneTimeline
+	paneLogs
+	paneRevisions
+)
+
+var paneNames = []string{"DAG", "Timeline", "Logs", "Revisions"}
+
+// pane is one tab of a change.
+type pane interface {
+	update(msg tea.Msg) tea.Cmd
+	view(w, h int) string
+	status() string
+	help() []key.Binding
+	hints() []key.Binding
+	filterText() string
+	setFilter(string) tea.Cmd
+}
+
+// changeScreen is one root change, in four panes: its merge DAG, its
+// timeline, its controllers' log lines and the revisions of its objects.
+type changeScreen struct {
+	a       *app
+	id      string
+	row     sqlite.ChangeRow
+	haveRow bool
+	tab     int
+	seq     int
+	loaded  bool
+	err     error
+
+	dag  *dagView
+	tl   *timelineView
+	logs *logsView
+	revs *revisionsView
+}
+
+type changeLoaded struct {
+	to       *changeScreen
+	seq      int
+	row      sqlite.ChangeRow
+	haveRow  bool
+	timeline []sqlite.TimelineEntry
+	graph    sqlite.ChangeGraph
+	spans    []sqlite.ChangeSpan
+	err      error
+}
+
+func (m changeLoaded) target() screen { return m.to }
+
+func newChange(a *app, id string) *changeScreen {
+	c := &changeScreen{a: a, id: id, tab: paneDAG}
+	c.dag = &dagView{c: c, collapsed: map[string]bool{}}
+	c.tl = &timelineView{c: c, zoom: 1}
+	c.logs = &logsView{c: c}
+	c.revs = &revisionsView{c: c}
+	return c
+}
+
+func (c *changeScreen) crumb() string {
+	if !c.haveRow {
+		return short(c.id)
+	}
+	return withSub(c.row.Verb, c.row.Subresource) + " " + object(c.row.Kind, c.row.Namespace, c.row.Name)
+}
+
+// load reads the change's summary, timeline, graph and spans in one go, and
+// the logs and revisions again if they were shown.
+func (c *changeScreen) load() tea.Cmd {
+	c.seq++
+	seq, st, ctx, id := c.seq, c.a.st, c.a.ctx, c.id
+	cmds := []tea.Cmd{func() tea.Msg {
+		msg := changeLoaded{to: c, seq: seq}
+		rows, err := st.ChangesByID(ctx, []string{id})
+		if err != nil {
+			msg.err = err
+			return msg
+		}
+		if len(rows) == 0 {
+			msg.err = fmt.Errorf("no change %q (the changes list shows them; was reconstruct run?)", id)
+			return msg
+		}
+		msg.row, msg.haveRow = rows[0], true
+		if msg.timeline, msg.err = st.Timeline(ctx, id); msg.err != nil {
+			return msg
+		}
+		if msg.graph, msg.err = st.ChangeGraph(ctx, id); msg.err != nil {
+			return msg
+		}
+		msg.spans, msg.err = st.ChangeSpans(ctx, id)
+		return msg
+	}}
+	if c.logs.requested {
+		cmds = append(cmds, c.logs.load())
+	}
+	if c.revs.requested {
+		cmds = append(cmds, c.revs.load())
+	}
+	return tea.Batch(cmds...)
+}
+
+func (c *changeScreen) pane() pane {
+	switch c.tab {
+	case paneDAG:
+		return c.dag
+	case paneLogs:
+		return c.logs
+	case paneRevisions:
+		return c.revs
+	}
+	return c.tl
+}
+
+func (c *changeScreen) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case changeLoaded:
+		if msg.seq != c.seq {
+			return nil
+		}
+		c.loaded, c.err = true, msg.err
+		if msg.err != nil {
+			return nil
+		}
+		c.row, c.haveRow = msg.row, true
+		c.tl.set(msg.timeline, msg.spans)
+		c.dag.set(msg.graph)
+		return c.show(c.tab)
+	case logsLoaded:
+		return c.logs.update(msg)
+	case revisionsLoaded:
+		return c.revs.update(msg)
+	case tea.KeyPressMsg:
+		k := &c.a.keys
+		switch {
+		case key.Matches(msg, k.Tab):
+			return c.show((c.tab + 1) % len(paneNames))
+		case key.Matches(msg, k.BackTab):
+			return c.show((c.tab + len(paneNames) - 1) % len(paneNames))
+		case key.Matches(msg, k.Tab1):
+			return c.show(paneDAG)
+		case key.Matches(msg, k.Tab2):
+			return c.show(paneTimeline)
+		case key.Matches(msg, k.Tab3):
+			return c.show(paneLogs)
+		case key.Matches(msg, k.Tab4):
+			return c.show(paneRevisions)
+		}
+		if !c.loaded || c.err != nil {
+			return nil
+		}
+		return c.pane().update(msg)
+	}
+	return nil
+}
+
+// show switches to a pane, loading what it needs the first time, and keeps
+// the panes in step: the logs follow the timeline's cursor, the revisions
+// show the object the timeline points at until another is chosen.
+func (c *changeScreen) show(tab int) tea.Cmd {
+	c.tab = tab
+	if !c.loaded || c.err != nil {
+		return nil
+	}
+	switch tab {
+	case paneLogs:
+		c.logs.align(c.tl.cursorEntry())
+		if !c.logs.requested {
+			return c.logs.load()
+		}
+	case paneRevisions:
+		if !c.revs.requested {
+			if e, ok := c.tl.cursorEntry(); ok {
+				return c.openRevisions(sqlite.ObjectRef{Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
+			}
+			return c.openRevisions(sqlite.ObjectRef{Resource: c.row.Resource, Namespace: c.row.Namespace, Name: c.row.Name}, c.row.Kind, 0)
+		}
+	}
+	return nil
+}
+
+// openRevisions shows the revisions of an object, at one write of it.
+func (c *changeScreen) openRevisions(ref sqlite.ObjectRef, kind string, eventID int64) tea.Cmd {
+	c.tab = paneRevisions
+	return c.revs.open(ref, kind, eventID)
+}
+
+// linked opens the changes linked to a CPID through the merge DAG: its
+// origins, or what descends from it.
+func (c *changeScreen) linked(cpid string, ancestors bool) tea.Cmd {
+	st, ctx, id, a := c.a.st, c.a.ctx, c.id, c.a
+	return func() tea.Msg {
+		rows, err := st.LinkedChanges(ctx, id, cpid, ancestors)
+		what := "related changes (descendants) of " + short(cpid)
+		if ancestors {
+			what = "origins of " + short(cpid)
+		}
+		switch {
+		case err != nil:
+			return noticeMsg(err.Error())
+		case len(rows) == 0:
+			return noticeMsg("no other change among the " + what)
+		case len(rows) == 1:
+			s := newChange(a, rows[0].ID)
+			s.row, s.haveRow = rows[0], true
+			return pushMsg{s}
+		}
+		return pushMsg{newLinked(a, what, rows)}
+	}
+}
+
+func (c *changeScreen) view(w, h int) string {
+	s := &c.a.sty
+	var tabs []string
+	for i, n := range paneNames {
+		label := fmt.Sprintf(" %d %s ", i+1, n)
+		if i == c.tab {
+			tabs = append(tabs, s.tabOn.Render("["+strings.TrimSpace(label)+"]"))
+		} else {
+			tabs = append(tabs, s.tab.Render(label))
+		}
+	}
+	summary := ""
+	if c.haveRow {
+		r := c.row
+		summary = fmt.Sprintf("%d writes · %d objects · settled %s ", r.Writes, r.Objects, dur(r.SettledNS-r.StartedNS))
+	}
+	head := " " + strings.Join(tabs, " ")
+	if lipgloss.Width(head)+lipgloss.Width(summary)+1 <= w {
+		head = spread(head, s.dim.Render(summary), w)
+	} else {
+		head = fit(head, w)
+	}
+	var body string
+	switch {
+	case c.err != nil:
+		body = block([]string{"", " " + s.warn.Render("error: "+c.err.Error())}, w, h-1)
+	case !c.loaded:
+		body = block([]string{"", " loading change " + c.id + "…"}, w, h-1)
+	default:
+		body = c.pane().view(w, h-1)
+	}
+	return head + "\n" + body
+}
+
+func (c *changeScreen) status() string {
+	if !c.loaded || c.err != nil {
+		return "change " + c.id
+	}
+	return c.pane().status()
+}
+
+func (c *changeScreen) help() []key.Binding {
+	k := &c.a.keys
+	return append([]key.Binding{k.Tab, k.BackTab, k.Tab1, k.Tab2, k.Tab3, k.Tab4}, c.pane().help()...)
+}
+
+func (c *changeScreen) hints() []key.Binding {
+	return append([]key.Binding{c.a.keys.Tab}, c.pane().hints()...)
+}
+
+func (c *changeScreen) filterText() string { return c.pane().filterText() }
+
+func (c *changeScreen) setFilter(f string) tea.Cmd { return c.pane().setFilter(f) }

@@ -1,0 +1,376 @@
+package tui
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cpid-dev/cpid/sqlite"
+)
+
+// pageSize is how many changes one query reads. The list holds one page
+// around the cursor, never the whole table.
+const pageSize = 200
+
+var sorts = []string{"time", "duration", "size"}
+
+// changesScreen lists root changes: all of them, paged from the database,
+// or a fixed list (the origins or descendants of a CPID).
+type changesScreen struct {
+	a     *app
+	title string
+	// fixed is true for a list given up front (linked changes); all holds
+	// it, rows what the filter keeps.
+	fixed bool
+	all   []sqlite.ChangeRow
+
+	sort   string
+	filter string
+	// byCPID is set when the filter is a CPID carried by some change that
+	// is not its root: the rows are those changes.
+	byCPID bool
+
+	total  int
+	base   int // index of rows[0] in the whole list
+	rows   []sqlite.ChangeRow
+	cursor int // index in the whole list
+	top    int
+	seq    int // the latest load request; older results are dropped
+	loaded bool
+	err    error
+}
+
+type changesLoaded struct {
+	to       *changesScreen
+	seq      int
+	total    int
+	base     int
+	rows     []sqlite.ChangeRow
+	byCPID   bool
+	keepID   string
+	keepAt   int
+	err      error
+	appended bool
+}
+
+func (m changesLoaded) target() screen { return m.to }
+
+func newChanges(a *app) *changesScreen {
+	return &changesScreen{a: a, title: "changes", sort: "time"}
+}
+
+func newLinked(a *app, title string, rows []sqlite.ChangeRow) *changesScreen {
+	return &changesScreen{a: a, title: title, fixed: true, all: rows, rows: rows, total: len(rows), loaded: true, sort: "time"}
+}
+
+func (c *changesScreen) crumb() string { return c.title }
+
+func (c *changesScreen) selected() (sqlite.ChangeRow, bool) {
+	i := c.cursor - c.base
+	if i < 0 || i >= len(c.rows) {
+		return sqlite.ChangeRow{}, false
+	}
+	return c.rows[i], true
+}
+
+// load rereads the page around the cursor, keeping the cursor on the same
+// change when it is still listed.
+func (c *changesScreen) load() tea.Cmd {
+	keep, _ := c.selected()
+	return c.fetch(c.cursor, keep.ID)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// fetch reads the page around index at.
+func (c *changesScreen) fetch(at int, keepID string) tea.Cmd {
+	c.seq++
+	if c.fixed {
+		c.applyFixed()
+		return nil
+	}
+	seq, sort, filter := c.seq, c.sort, c.filter
+	base := max(0, at-pageSize/4)
+	st, ctx := c.a.st, c.a.ctx
+	return func() tea.Msg {
+		msg := changesLoaded{to: c, seq: seq, base: base, keepID: keepID, keepAt: at}
+		if uuidRE.MatchString(filter) {
+			ids, err := st.ChangesCarrying(ctx, []string{strings.ToLower(filter)})
+			if err == nil && len(ids) > 0 {
+				msg.rows, msg.err = st.ChangesByID(ctx, ids)
+				msg.total, msg.base, msg.byCPID = len(msg.rows), 0, true
+				return msg
+			}
+		}
+		msg.total, msg.err = st.CountChanges(ctx, filter)
+		if msg.err != nil {
+			return msg
+		}
+		if base >= msg.total {
+			msg.base = max(0, msg.total-pageSize)
+		}
+		msg.rows, msg.err = st.ChangesPage(ctx, sqlite.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: msg.base})
+		return msg
+	}
+}
+
+func (c *changesScreen) applyFixed() {
+	c.rows = c.rows[:0:0]
+	f := strings.ToLower(c.filter)
+	for _, r := range c.all {
+		hay := strings.ToLower(strings.Join([]string{r.ID, r.User, r.Verb, r.Kind, r.Resource, r.Namespace, r.Name}, " "))
+		if strings.Contains(hay, f) {
+			c.rows = append(c.rows, r)
+		}
+	}
+	c.total, c.base = len(c.rows), 0
+	c.cursor = clamp(c.cursor, c.total)
+}
+
+func (c *changesScreen) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case changesLoaded:
+		if msg.seq != c.seq {
+			return nil
+		}
+		c.loaded, c.err = true, msg.err
+		if msg.err != nil {
+			return nil
+		}
+		c.total, c.base, c.rows, c.byCPID = msg.total, msg.base, msg.rows, msg.byCPID
+		c.cursor = clamp(msg.keepAt, c.total)
+		for i, r := range c.rows {
+			if r.ID == msg.keepID && msg.keepID != "" {
+				c.cursor = c.base + i
+			}
+		}
+		return nil
+	case tea.KeyPressMsg:
+		return c.key(msg)
+	}
+	return nil
+}
+
+func (c *changesScreen) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := &c.a.keys
+	page := 10
+	switch {
+	case key.Matches(msg, k.Up):
+		return c.move(c.cursor - 1)
+	case key.Matches(msg, k.Down):
+		return c.move(c.cursor + 1)
+	case key.Matches(msg, k.PageUp):
+		return c.move(c.cursor - page)
+	case key.Matches(msg, k.PageDown):
+		return c.move(c.cursor + page)
+	case key.Matches(msg, k.Top):
+		return c.move(0)
+	case key.Matches(msg, k.Bottom):
+		return c.move(c.total - 1)
+	case key.Matches(msg, k.Sort):
+		if c.fixed {
+			return nil
+		}
+		for i, s := range sorts {
+			if s == c.sort {
+				c.sort = sorts[(i+1)%len(sorts)]
+				break
+			}
+		}
+		c.cursor, c.top = 0, 0
+		return c.fetch(0, "")
+	case key.Matches(msg, k.Open, k.Right):
+		if r, ok := c.selected(); ok {
+			s := newChange(c.a, r.ID)
+			s.row, s.haveRow = r, true
+			return push(s)
+		}
+	}
+	return nil
+}
+
+// move puts the cursor at i, reading another page when i leaves this one.
+func (c *changesScreen) move(i int) tea.Cmd {
+	if c.total == 0 {
+		return nil
+	}
+	c.cursor = clamp(i, c.total)
+	if !c.fixed && (c.cursor < c.base || c.cursor >= c.base+len(c.rows)) {
+		return c.fetch(c.cursor, "")
+	}
+	return nil
+}
+
+func (c *changesScreen) filterText() string { return c.filter }
+
+func (c *changesScreen) setFilter(f string) tea.Cmd {
+	c.filter = f
+	c.cursor, c.top = 0, 0
+	return c.fetch(0, "")
+}
+
+func (c *changesScreen) status() string {
+	if r, ok := c.selected(); ok {
+		return fmt.Sprintf("change %d/%d  %s  %s %s", c.cursor+1, c.total, short(r.ID), withSub(r.Verb, r.Subresource),
+			object(r.Kind, r.Namespace, r.Name))
+	}
+	return fmt.Sprintf("%d changes", c.total)
+}
+
+func (c *changesScreen) help() []key.Binding {
+	k := &c.a.keys
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open, k.Sort}
+}
+
+func (c *changesScreen) hints() []key.Binding {
+	k := &c.a.keys
+	if c.fixed {
+		return []key.Binding{k.Open}
+	}
+	return []key.Binding{k.Open, k.Sort}
+}
+
+// column is one column of the changes table.
+type column struct {
+	title string
+	width int // 0: shares what is left
+	right bool
+	drop  int // dropped first when narrow: higher drops earlier
+	cell  func(r sqlite.ChangeRow) string
+}
+
+func (c *changesScreen) columns(w int) []column {
+	cols := []column{
+		{title: "STARTED", width: 12, cell: func(r sqlite.ChangeRow) string { return clock(r.StartedNS) }},
+		{title: "WHO", cell: func(r sqlite.ChangeRow) string {
+			if a := agent(r.UserAgent); a != "" {
+				return r.User + " (" + a + ")"
+			}
+			return r.User
+		}},
+		{title: "VERB", width: 12, cell: func(r sqlite.ChangeRow) string { return withSub(r.Verb, r.Subresource) }},
+		{title: "OBJECT", cell: func(r sqlite.ChangeRow) string { return object(r.Kind, r.Namespace, r.Name) }},
+		{title: "OBJS", width: 4, right: true, drop: 2, cell: func(r sqlite.ChangeRow) string { return strconv.Itoa(r.Objects) }},
+		{title: "WRITES", width: 6, right: true, cell: func(r sqlite.ChangeRow) string { return strconv.Itoa(r.Writes) }},
+		{title: "SETTLED", width: 8, right: true, cell: func(r sqlite.ChangeRow) string { return dur(r.SettledNS - r.StartedNS) }},
+		{title: "SLOWEST", width: 8, right: true, drop: 1, cell: func(r sqlite.ChangeRow) string { return dur(r.SlowestHopNS) }},
+	}
+	// Drop columns until the flexible ones get 40 cells.
+	for d := 1; d <= 2; d++ {
+		fixed := 2
+		for _, col := range cols {
+			fixed += col.width + 1
+		}
+		if w-fixed >= 40 {
+			break
+		}
+		var kept []column
+		for _, col := range cols {
+			if col.drop != d {
+				kept = append(kept, col)
+			}
+		}
+		cols = kept
+	}
+	fixed := 2
+	for _, col := range cols {
+		fixed += col.width + 1
+	}
+	flex := max(w-fixed, 20)
+	for i := range cols {
+		switch cols[i].title {
+		case "WHO":
+			cols[i].width = flex * 2 / 5
+		case "OBJECT":
+			cols[i].width = flex - flex*2/5
+		}
+	}
+	return cols
+}
+
+func (c *changesScreen) view(w, h int) string {
+	s := &c.a.sty
+	var lines []string
+	info := fmt.Sprintf("%d changes", c.total)
+	switch {
+	case c.byCPID:
+		info = fmt.Sprintf("%d changes carry CPID %s", c.total, c.filter)
+	case c.filter != "":
+		info += fmt.Sprintf(" matching %q", c.filter)
+	}
+	if !c.fixed {
+		order := map[string]string{"time": "newest first", "duration": "longest to settle first", "size": "most writes first"}[c.sort]
+		info += " · " + order + " (s to sort)"
+	}
+	if !c.loaded {
+		info = "loading…"
+	}
+	if c.err != nil {
+		info = s.warn.Render("error: " + c.err.Error())
+	}
+	lines = append(lines, " "+info)
+	cols := c.columns(w)
+	cell := func(col column, v string) string {
+		if col.title == "WHO" && len([]rune(v)) > col.width {
+			v, _, _ = strings.Cut(v, " (")
+		}
+		if col.right {
+			return right(v, col.width)
+		}
+		return fit(v, col.width)
+	}
+	head := "  "
+	for _, col := range cols {
+		head += cell(col, col.title) + " "
+	}
+	lines = append(lines, s.header.Render(fit(head, w)))
+	detail := 3
+	rowsH := max(1, h-len(lines)-detail)
+	c.top = window(c.top, c.cursor, c.total, rowsH)
+	for i := c.top; i < min(c.total, c.top+rowsH); i++ {
+		j := i - c.base
+		if j < 0 || j >= len(c.rows) {
+			lines = append(lines, s.dim.Render("  …"))
+			continue
+		}
+		line := mark(i == c.cursor)
+		for _, col := range cols {
+			line += cell(col, col.cell(c.rows[j])) + " "
+		}
+		if i == c.cursor {
+			line = s.cursor.Render(fit(line, w))
+		}
+		lines = append(lines, line)
+	}
+	if c.loaded && c.total == 0 && c.err == nil {
+		if c.filter != "" {
+			lines = append(lines, "  no change matches; esc clears the filter")
+		} else {
+			lines = append(lines, "  no changes: run cpid-tui ingest, then cpid-tui reconstruct")
+		}
+	}
+	for len(lines) < h-detail {
+		lines = append(lines, "")
+	}
+	lines = append(lines[:h-detail], c.detail(w)...)
+	return block(lines, w, h)
+}
+
+// detail describes the selected change in full under the list.
+func (c *changesScreen) detail(w int) []string {
+	r, ok := c.selected()
+	if !ok {
+		return []string{strings.Repeat("─", w)}
+	}
+	return []string{
+		c.a.sty.dim.Render(strings.Repeat("─", w)),
+		fmt.Sprintf(" %s  %s  by %s  %s", stamp(r.StartedNS), r.ID, r.User, r.UserAgent),
+		fmt.Sprintf(" %s %s: %d writes to %d objects, settled after %s, slowest hop %s",
+			withSub(r.Verb, r.Subresource), object(r.Kind, r.Namespace, r.Name), r.Writes, r.Objects,
+			dur(r.SettledNS-r.StartedNS), dur(r.SlowestHopNS)),
+	}
+}

@@ -1,0 +1,125 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// diffOp is one line of a line diff: ' ' kept, '-' removed, '+' added.
+type diffOp struct {
+	op   byte
+	text string
+}
+
+// objectLines renders a stored object as indented JSON lines with sorted
+// keys, without metadata.managedFields unless managed is set: the field
+// server-side apply bookkeeping fills, which buries every real change.
+func objectLines(body string, managed bool) []string {
+	if body == "" {
+		return nil
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return strings.Split(body, "\n")
+	}
+	if obj, ok := v.(map[string]any); ok && !managed {
+		if md, ok := obj["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return strings.Split(body, "\n")
+	}
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+}
+
+// maxDiffCells bounds the longest-common-subsequence table; beyond it the
+// differing middle is shown as removed then added.
+const maxDiffCells = 4 << 20
+
+// diffLines computes a line diff of a to b: common prefix and suffix, and a
+// longest common subsequence of what lies between.
+func diffLines(a, b []string) []diffOp {
+	var out []diffOp
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		out = append(out, diffOp{' ', a[p]})
+		p++
+	}
+	sfx := 0
+	for sfx < len(a)-p && sfx < len(b)-p && a[len(a)-1-sfx] == b[len(b)-1-sfx] {
+		sfx++
+	}
+	ma, mb := a[p:len(a)-sfx], b[p:len(b)-sfx]
+	if len(ma)*len(mb) > maxDiffCells {
+		for _, l := range ma {
+			out = append(out, diffOp{'-', l})
+		}
+		for _, l := range mb {
+			out = append(out, diffOp{'+', l})
+		}
+	} else {
+		// lcs[i][j] is the LCS length of ma[i:] and mb[j:].
+		n, m := len(ma), len(mb)
+		lcs := make([]int32, (n+1)*(m+1))
+		at := func(i, j int) int32 { return lcs[i*(m+1)+j] }
+		for i := n - 1; i >= 0; i-- {
+			for j := m - 1; j >= 0; j-- {
+				if ma[i] == mb[j] {
+					lcs[i*(m+1)+j] = at(i+1, j+1) + 1
+				} else {
+					lcs[i*(m+1)+j] = max(at(i+1, j), at(i, j+1))
+				}
+			}
+		}
+		i, j := 0, 0
+		for i < n || j < m {
+			switch {
+			case i < n && j < m && ma[i] == mb[j]:
+				out = append(out, diffOp{' ', ma[i]})
+				i++
+				j++
+			case i < n && (j == m || at(i+1, j) >= at(i, j+1)):
+				out = append(out, diffOp{'-', ma[i]})
+				i++
+			default:
+				out = append(out, diffOp{'+', mb[j]})
+				j++
+			}
+		}
+	}
+	for _, l := range a[len(a)-sfx:] {
+		out = append(out, diffOp{' ', l})
+	}
+	return out
+}
+
+// hunks keeps the changed lines of a diff with context lines around them;
+// a gap is one op with op 0.
+func hunks(d []diffOp, context int) []diffOp {
+	keep := make([]bool, len(d))
+	for i, o := range d {
+		if o.op == ' ' {
+			continue
+		}
+		for j := max(0, i-context); j <= min(len(d)-1, i+context); j++ {
+			keep[j] = true
+		}
+	}
+	var out []diffOp
+	for i, o := range d {
+		if keep[i] {
+			out = append(out, o)
+		} else if len(out) == 0 || out[len(out)-1].op != 0 {
+			out = append(out, diffOp{op: 0})
+		}
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package tui
+
+import "charm.land/bubbles/v2/key"
+
+// keys are the bindings that k9s and less users expect. Views read them
+// through key.Matches, and the help screen lists them from here.
+type keys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Left, Right                             key.Binding
+	Open, Back, Filter, Tab, BackTab        key.Binding
+	Help, Quit, Refresh                     key.Binding
+
+	Sort key.Binding // changes
+
+	Tab1, Tab2, Tab3, Tab4 key.Binding // a change's panes
+
+	Toggle, Origins, Related key.Binding // DAG
+
+	ZoomIn, ZoomOut, ZoomReset, Lanes key.Binding // timeline
+
+	Base, Managed, DiffDown, DiffUp key.Binding // revisions
+}
+
+func newKeys() keys {
+	b := func(help, desc string, ks ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(ks...), key.WithHelp(help, desc))
+	}
+	return keys{
+		Up:       b("↑/k", "up", "up", "k"),
+		Down:     b("↓/j", "down", "down", "j"),
+		PageUp:   b("pgup/ctrl+b", "page up", "pgup", "ctrl+b"),
+		PageDown: b("pgdn/ctrl+f", "page down", "pgdown", "ctrl+f"),
+		Top:      b("g/home", "first", "g", "home"),
+		Bottom:   b("G/end", "last", "G", "end"),
+		Left:     b("←/h", "previous, collapse", "left", "h"),
+		Right:    b("→/l", "next, expand", "right", "l"),
+		Open:     b("enter", "open", "enter"),
+		Back:     b("esc", "back", "esc", "backspace"),
+		Filter:   b("/", "filter", "/"),
+		Tab:      b("tab", "next pane", "tab"),
+		BackTab:  b("shift+tab", "previous pane", "shift+tab"),
+		Help:     b("?", "help", "?"),
+		Quit:     b("q", "quit", "q", "ctrl+c"),
+		Refresh:  b("ctrl+r", "reload now", "ctrl+r"),
+
+		Sort: b("s", "sort: time, duration, size", "s"),
+
+		Tab1: b("1", "DAG", "1"),
+		Tab2: b("2", "timeline", "2"),
+		Tab3: b("3", "logs", "3"),
+		Tab4: b("4", "revisions", "4"),
+
+		Toggle:  b("space", "expand/collapse", "space"),
+		Origins: b("o", "origins: changes it came from", "o"),
+		Related: b("r", "related: changes it led to", "r"),
+
+		ZoomIn:    b("+", "zoom in", "+", "="),
+		ZoomOut:   b("-", "zoom out", "-"),
+		ZoomReset: b("0", "fit", "0"),
+		Lanes:     b("v", "lanes: controller/object", "v"),
+
+		Base:     b("b/space", "diff base", "b", "space"),
+		Managed:  b("m", "managedFields", "m"),
+		DiffDown: b("J/ctrl+d", "scroll diff down", "J", "ctrl+d"),
+		DiffUp:   b("K/ctrl+u", "scroll diff up", "K", "ctrl+u"),
+	}
+}

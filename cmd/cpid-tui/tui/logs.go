@@ -1,0 +1,317 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cpid-dev/cpid/sqlite"
+)
+
+// logLimit bounds the log lines read for one change.
+const logLimit = 5000
+
+// logsView lists the controller log lines of a change in time order, with
+// the timeline's cursor marked among them.
+type logsView struct {
+	c         *changeScreen
+	requested bool
+	loaded    bool
+	seq       int
+	err       error
+	set       sqlite.ChangeLogSet
+	lines     []sqlite.LogLine // what the filter keeps
+	filter    string
+	cursor    int
+	top       int
+	at        sqlite.TimelineEntry // the timeline's cursor
+	haveAt    bool
+}
+
+type logsLoaded struct {
+	to  *changeScreen
+	seq int
+	set sqlite.ChangeLogSet
+	err error
+}
+
+func (m logsLoaded) target() screen { return m.to }
+
+func (l *logsView) load() tea.Cmd {
+	l.requested = true
+	l.seq++
+	seq, st, ctx, id, c := l.seq, l.c.a.st, l.c.a.ctx, l.c.id, l.c
+	return func() tea.Msg {
+		set, err := st.ChangeLogs(ctx, id, logLimit)
+		return logsLoaded{to: c, seq: seq, set: set, err: err}
+	}
+}
+
+// align puts the cursor on the first line at or after the timeline's
+// cursor.
+func (l *logsView) align(e sqlite.TimelineEntry, ok bool) {
+	l.at, l.haveAt = e, ok
+	if !ok {
+		return
+	}
+	l.cursor = clamp(l.firstAfter(e.NS), len(l.lines))
+}
+
+func (l *logsView) firstAfter(ns int64) int {
+	for i, ln := range l.lines {
+		if ln.TimeNS >= ns {
+			return i
+		}
+	}
+	return len(l.lines)
+}
+
+func (l *logsView) apply() {
+	keep := int64(-1)
+	if l.cursor < len(l.lines) {
+		keep = l.lines[l.cursor].ID
+	}
+	l.lines = l.lines[:0:0]
+	f := strings.ToLower(l.filter)
+	for _, ln := range l.set.Lines {
+		if f == "" || strings.Contains(strings.ToLower(ln.Component+" "+ln.Msg+" "+ln.Fields+" "+ln.File), f) {
+			l.lines = append(l.lines, ln)
+		}
+	}
+	for i, ln := range l.lines {
+		if ln.ID == keep {
+			l.cursor = i
+		}
+	}
+	l.cursor = clamp(l.cursor, len(l.lines))
+}
+
+func (l *logsView) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case logsLoaded:
+		if msg.seq != l.seq {
+			return nil
+		}
+		first := !l.loaded
+		l.loaded, l.err, l.set = true, msg.err, msg.set
+		l.apply()
+		if first {
+			l.align(l.at, l.haveAt)
+		}
+	case tea.KeyPressMsg:
+		k := &l.c.a.keys
+		n := len(l.lines)
+		switch {
+		case key.Matches(msg, k.Up):
+			l.cursor = clamp(l.cursor-1, n)
+		case key.Matches(msg, k.Down):
+			l.cursor = clamp(l.cursor+1, n)
+		case key.Matches(msg, k.PageUp):
+			l.cursor = clamp(l.cursor-10, n)
+		case key.Matches(msg, k.PageDown):
+			l.cursor = clamp(l.cursor+10, n)
+		case key.Matches(msg, k.Top):
+			l.cursor = 0
+		case key.Matches(msg, k.Bottom):
+			l.cursor = clamp(n-1, n)
+		}
+	}
+	return nil
+}
+
+func (l *logsView) view(w, h int) string {
+	s := &l.c.a.sty
+	if !l.loaded {
+		return block([]string{"", " loading log lines…"}, w, h)
+	}
+	if l.err != nil {
+		return block([]string{"", " " + s.warn.Render("error: "+l.err.Error())}, w, h)
+	}
+	var lines []string
+	var src string
+	switch {
+	case l.set.Exact:
+		src = fmt.Sprintf(" %d lines carrying the change's CPIDs", len(l.set.Lines))
+	default:
+		src = fmt.Sprintf(" no line carries a CPID (uninstrumented controllers): %d lines the writers' processes logged from %s to %s",
+			len(l.set.Lines), clock(l.set.FromNS), clock(l.set.ToNS))
+	}
+	if l.set.Truncated {
+		src += fmt.Sprintf(" (the first %d)", len(l.set.Lines))
+	}
+	lines = append(lines, s.dim.Render(src))
+	const detailH = 4
+	listH := max(1, h-len(lines)-detailH)
+	// The timeline cursor is a line of its own among the log lines.
+	at := -1
+	if l.haveAt {
+		at = l.firstAfter(l.at.NS)
+	}
+	rowsN := len(l.lines)
+	if at >= 0 {
+		rowsN++
+	}
+	// Visible rows count the marker; map the cursor to a row.
+	rowOf := func(i int) int {
+		if at >= 0 && i >= at {
+			return i + 1
+		}
+		return i
+	}
+	l.top = window(l.top, rowOf(l.cursor), rowsN, listH)
+	lo := l.c.row.StartedNS
+	for r := l.top; r < min(rowsN, l.top+listH); r++ {
+		i := r
+		if at >= 0 && r == at {
+			e := l.at
+			lines = append(lines, s.critical.Render(fit(fmt.Sprintf("── ▲ timeline cursor %s +%s  %s %s %s ", clock(e.NS), dur(e.NS-lo),
+				e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))+strings.Repeat("─", w), w)))
+			continue
+		}
+		if at >= 0 && r > at {
+			i = r - 1
+		}
+		lines = append(lines, l.row(i, w, lo))
+	}
+	if len(l.lines) == 0 {
+		lines = append(lines, "  no log lines")
+	}
+	for len(lines) < h-detailH {
+		lines = append(lines, "")
+	}
+	return block(append(lines[:h-detailH], l.detail(w)...), w, h)
+}
+
+func (l *logsView) row(i, w int, lo int64) string {
+	s := &l.c.a.sty
+	ln := l.lines[i]
+	lvl := " "
+	switch {
+	case strings.HasPrefix(ln.Level, "err"):
+		lvl = "E"
+	case strings.HasPrefix(ln.Level, "warn"):
+		lvl = "W"
+	}
+	text := ln.Msg
+	if f := fieldsText(ln.Fields); f != "" {
+		text += "  " + f
+	}
+	line := mark(i == l.cursor) + lvl + " " + clock(ln.TimeNS) + " " + fit("+"+dur(ln.TimeNS-lo), 9) + " " +
+		fit(source(ln.File), 12) + " " + fit(component(ln.Component), 22) + " " + text
+	switch {
+	case i == l.cursor:
+		return s.cursor.Render(fit(line, w))
+	case lvl == "E":
+		return s.failed.Render(fit(line, w))
+	}
+	return line
+}
+
+// source names the process of a log file: its base name without ".log".
+func source(file string) string {
+	_, member, ok := strings.Cut(file, "!")
+	if ok {
+		file = member
+	}
+	return strings.TrimSuffix(path.Base(file), ".log")
+}
+
+// component shortens a component that is a source path (slog's caller) to
+// its last directory and file.
+func component(c string) string {
+	if parts := strings.Split(c, "/"); len(parts) > 2 {
+		return strings.Join(parts[len(parts)-2:], "/")
+	}
+	return c
+}
+
+// detail shows the selected line whole: where it came from, and every
+// field.
+func (l *logsView) detail(w int) []string {
+	s := &l.c.a.sty
+	out := []string{s.dim.Render(strings.Repeat("─", w))}
+	if l.cursor >= len(l.lines) {
+		return out
+	}
+	ln := l.lines[l.cursor]
+	out = append(out, fmt.Sprintf(" %s:%d  %s  %s", ln.File, ln.Line, ln.Level, ln.Msg))
+	return append(out, wrap(" "+fieldsText(ln.Fields), w)...)
+}
+
+// fieldsText renders a log line's fields as key=value, in the line's order,
+// leaving out what the columns already show.
+func fieldsText(fields string) string {
+	dec := json.NewDecoder(strings.NewReader(fields))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	var parts []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			break
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		switch k {
+		case "ts", "time", "caller", "msg", "level", "v", "source", "logger":
+			continue
+		}
+		parts = append(parts, k+"="+valueText(v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// valueText shows a field value: strings bare, {name, namespace} objects
+// as namespace/name, anything else as compact JSON.
+func valueText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var ref struct{ Name, Namespace string }
+	var m map[string]any
+	if json.Unmarshal(v, &m) == nil && len(m) <= 2 && json.Unmarshal(v, &ref) == nil && ref.Name != "" {
+		if ref.Namespace == "" {
+			return ref.Name
+		}
+		return ref.Namespace + "/" + ref.Name
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) == nil {
+		return b.String()
+	}
+	return string(v)
+}
+
+func (l *logsView) status() string {
+	if l.cursor >= len(l.lines) {
+		return "logs"
+	}
+	ln := l.lines[l.cursor]
+	return fmt.Sprintf("log %d/%d  %s  %s", l.cursor+1, len(l.lines), source(ln.File), ln.Msg)
+}
+
+func (l *logsView) help() []key.Binding {
+	k := &l.c.a.keys
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+}
+
+func (l *logsView) hints() []key.Binding { return nil }
+
+func (l *logsView) filterText() string { return l.filter }
+
+func (l *logsView) setFilter(f string) tea.Cmd {
+	l.filter = f
+	l.apply()
+	return nil
+}

@@ -1,0 +1,440 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cpid-dev/cpid/sqlite"
+)
+
+// Glyphs of the timeline chart. The critical path has its own, so it shows
+// without color.
+const (
+	glyphWrite    = '●'
+	glyphCritical = '◆'
+	glyphFailed   = '✕'
+	glyphHop      = '─'
+	glyphHopCrit  = '━'
+	glyphSpan     = '▬'
+)
+
+// timelineView draws a change's writes on a time axis, one lane per
+// controller (or per object): each write is a mark at the time it completed,
+// preceded by a bar from when its cause became visible (the hop), and
+// controller spans are bars in their service's lane. A list of the writes
+// runs under the chart, with the cursor, and the selected write's detail.
+type timelineView struct {
+	c       *changeScreen
+	all     []sqlite.TimelineEntry
+	spans   []sqlite.ChangeSpan
+	ents    []sqlite.TimelineEntry // what the filter keeps
+	filter  string
+	cursor  int
+	listTop int
+	laneTop int
+	zoom    float64 // 1 shows the whole change; 2 half of it...
+	byObj   bool    // lanes per object instead of per controller
+}
+
+func (t *timelineView) set(ents []sqlite.TimelineEntry, spans []sqlite.ChangeSpan) {
+	keep := int64(-1)
+	if e, ok := t.cursorEntry(); ok {
+		keep = e.EventID
+	}
+	t.all, t.spans = ents, spans
+	t.apply(keep)
+}
+
+// apply filters the entries, keeping the cursor on event keep if it stays.
+func (t *timelineView) apply(keep int64) {
+	t.ents = t.ents[:0:0]
+	f := strings.ToLower(t.filter)
+	for _, e := range t.all {
+		if f == "" || strings.Contains(strings.ToLower(t.entryText(e)), f) {
+			t.ents = append(t.ents, e)
+		}
+	}
+	for i, e := range t.ents {
+		if e.EventID == keep {
+			t.cursor = i
+		}
+	}
+	t.cursor = clamp(t.cursor, len(t.ents))
+}
+
+func (t *timelineView) entryText(e sqlite.TimelineEntry) string {
+	return strings.Join([]string{e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name), e.CPID, e.Rule, e.Origin}, " ")
+}
+
+func (t *timelineView) cursorEntry() (sqlite.TimelineEntry, bool) {
+	if t.cursor < 0 || t.cursor >= len(t.ents) {
+		return sqlite.TimelineEntry{}, false
+	}
+	return t.ents[t.cursor], true
+}
+
+func (t *timelineView) laneOf(e sqlite.TimelineEntry) string {
+	if t.byObj {
+		return e.Kind + " " + e.Name
+	}
+	return e.Writer
+}
+
+// lanes names the lanes in order of their first write.
+func (t *timelineView) lanes() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range t.ents {
+		if l := t.laneOf(e); !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	if !t.byObj {
+		for _, s := range t.spans {
+			if !seen[s.Service] {
+				seen[s.Service] = true
+				out = append(out, s.Service)
+			}
+		}
+	}
+	return out
+}
+
+// bounds is the whole change's time range: from the user's request to the
+// last write or span end.
+func (t *timelineView) bounds() (int64, int64) {
+	if len(t.all) == 0 {
+		return 0, 1
+	}
+	lo, hi := t.all[0].ReceivedNS, t.all[0].NS
+	for _, e := range t.all {
+		lo, hi = min(lo, e.ReceivedNS), max(hi, e.NS)
+	}
+	for _, s := range t.spans {
+		lo, hi = min(lo, s.StartNS), max(hi, s.EndNS)
+	}
+	if hi <= lo {
+		hi = lo + 1
+	}
+	return lo, hi
+}
+
+// shown is the time window on screen: the whole change divided by the
+// zoom, centered on the cursor.
+func (t *timelineView) shown() (int64, int64) {
+	lo, hi := t.bounds()
+	span := int64(float64(hi-lo) / t.zoom)
+	if span < 1 {
+		span = 1
+	}
+	from := lo
+	if e, ok := t.cursorEntry(); ok && t.zoom > 1 {
+		from = e.NS - span/2
+	}
+	from = max(lo, min(from, hi-span))
+	return from, from + span
+}
+
+func (t *timelineView) update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	k := &t.c.a.keys
+	n := len(t.ents)
+	switch {
+	case key.Matches(km, k.Up, k.Left):
+		t.cursor = clamp(t.cursor-1, n)
+	case key.Matches(km, k.Down, k.Right):
+		t.cursor = clamp(t.cursor+1, n)
+	case key.Matches(km, k.PageUp):
+		t.cursor = clamp(t.cursor-10, n)
+	case key.Matches(km, k.PageDown):
+		t.cursor = clamp(t.cursor+10, n)
+	case key.Matches(km, k.Top):
+		t.cursor = 0
+	case key.Matches(km, k.Bottom):
+		t.cursor = clamp(n-1, n)
+	case key.Matches(km, k.ZoomIn):
+		t.zoom = min(t.zoom*2, 1024)
+	case key.Matches(km, k.ZoomOut):
+		t.zoom = max(t.zoom/2, 1)
+	case key.Matches(km, k.ZoomReset):
+		t.zoom = 1
+	case key.Matches(km, k.Lanes):
+		t.byObj = !t.byObj
+		t.laneTop = 0
+	case key.Matches(km, k.Open):
+		if e, ok := t.cursorEntry(); ok {
+			return t.c.openRevisions(sqlite.ObjectRef{Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
+		}
+	case key.Matches(km, k.Origins, k.Related):
+		if e, ok := t.cursorEntry(); ok && e.CPID != "" {
+			return t.c.linked(e.CPID, key.Matches(km, k.Origins))
+		}
+	}
+	return nil
+}
+
+func (t *timelineView) view(w, h int) string {
+	s := &t.c.a.sty
+	if len(t.all) == 0 {
+		return block([]string{"", "  the change has no writes"}, w, h)
+	}
+	lanes := t.lanes()
+	const detailH = 3
+	// The chart gets about half the height, the list the rest.
+	laneH := max(1, min(len(lanes), (h-detailH-3)/2))
+	listH := max(1, h-detailH-3-laneH)
+	labelW := min(24, max(12, w/4))
+	chartW := max(10, w-labelW-3)
+	from, to := t.shown()
+	lo, _ := t.bounds()
+	x := func(ns int64) int {
+		return int(float64(ns-from) * float64(chartW-1) / float64(to-from))
+	}
+
+	var lines []string
+	// The axis: offsets from the user's request at both ends and the middle.
+	axis := []rune(strings.Repeat(" ", chartW))
+	put := func(at int, label string) {
+		at = max(0, min(at, chartW-len([]rune(label))))
+		copy(axis[at:], []rune(label))
+	}
+	put(0, "+"+dur(from-lo))
+	put(chartW/2-4, "+"+dur((from+to)/2-lo))
+	put(chartW, "+"+dur(to-lo))
+	zoom := ""
+	if t.zoom > 1 {
+		zoom = fmt.Sprintf("zoom ×%g", t.zoom)
+	}
+	lines = append(lines, s.header.Render(fit(" "+fit(zoom, labelW)+" "+string(axis), w)))
+
+	cur, haveCur := t.cursorEntry()
+	curLane := 0
+	for i, l := range lanes {
+		if haveCur && l == t.laneOf(cur) {
+			curLane = i
+		}
+	}
+	t.laneTop = window(t.laneTop, curLane, len(lanes), laneH)
+	for i := t.laneTop; i < min(len(lanes), t.laneTop+laneH); i++ {
+		lines = append(lines, " "+fit(lanes[i], labelW)+"│"+t.lane(lanes[i], chartW, x, from, to)+"│")
+	}
+	// The cursor's position on the axis.
+	pointer := strings.Repeat(" ", chartW)
+	if haveCur && cur.NS >= from && cur.NS <= to {
+		at := x(cur.NS)
+		label := "▲ +" + dur(cur.NS-lo)
+		if at+len([]rune(label)) > chartW {
+			label = "+" + dur(cur.NS-lo) + " ▲"
+			at -= len([]rune(label)) - 1
+		}
+		pointer = fit(strings.Repeat(" ", max(0, at))+label, chartW)
+	}
+	lines = append(lines, " "+fit(s.dim.Render(plural(len(lanes), "lane")), labelW)+" "+pointer)
+	writerW, verbW, objW, hopW := t.listWidths(w)
+	hopHead := "HOP"
+	if hopW == 0 {
+		hopHead = ""
+	}
+	lines = append(lines, s.header.Render(fit("    "+fit("AFTER", 10)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("OBJECT", objW+1)+hopHead, w)))
+
+	t.listTop = window(t.listTop, t.cursor, len(t.ents), listH)
+	for i := t.listTop; i < min(len(t.ents), t.listTop+listH); i++ {
+		lines = append(lines, t.row(i, w, lo))
+	}
+	if len(t.ents) == 0 {
+		lines = append(lines, "  no write matches the filter")
+	}
+	for len(lines) < h-detailH {
+		lines = append(lines, "")
+	}
+	return block(append(lines[:h-detailH], t.detail(w, lo)...), w, h)
+}
+
+// lane draws one lane of the chart.
+func (t *timelineView) lane(name string, w int, x func(int64) int, from, to int64) string {
+	s := &t.c.a.sty
+	cells := []rune(strings.Repeat(" ", w))
+	style := make([]int, w) // 0 plain, 1 critical, 2 failed, 3 cursor
+	set := func(i int, r rune, st int) {
+		if i >= 0 && i < w {
+			cells[i], style[i] = r, st
+		}
+	}
+	cur, _ := t.cursorEntry()
+	mine := func(e sqlite.TimelineEntry, critical bool) bool {
+		return t.laneOf(e) == name && e.Critical == critical && e.NS >= from
+	}
+	// Layers, each over the one before: hops, the critical path's hops,
+	// spans (work, shown over waiting), then the writes themselves.
+	for _, critical := range []bool{false, true} {
+		hop, st := glyphHop, 0
+		if critical {
+			hop, st = glyphHopCrit, 1
+		}
+		for _, e := range t.ents {
+			if !mine(e, critical) || e.CauseID == 0 || e.CauseNS >= to {
+				continue
+			}
+			for i := x(max(e.CauseNS, from)); i < x(min(e.NS, to)); i++ {
+				set(i, hop, st)
+			}
+		}
+	}
+	if !t.byObj {
+		for _, sp := range t.spans {
+			if sp.Service != name || sp.EndNS < from || sp.StartNS > to {
+				continue
+			}
+			for i := x(max(sp.StartNS, from)); i <= x(min(sp.EndNS, to)); i++ {
+				set(i, glyphSpan, 0)
+			}
+		}
+	}
+	for _, critical := range []bool{false, true} {
+		for _, e := range t.ents {
+			if !mine(e, critical) || e.NS > to {
+				continue
+			}
+			g, st := glyphWrite, 0
+			switch {
+			case e.Attempt:
+				g, st = glyphFailed, 2
+			case e.Critical:
+				g, st = glyphCritical, 1
+			}
+			set(x(e.NS), g, st)
+		}
+	}
+	if cur.EventID != 0 && t.laneOf(cur) == name && cur.NS >= from && cur.NS <= to {
+		set(x(cur.NS), cells[x(cur.NS)], 3)
+	}
+	var b strings.Builder
+	render := []func(...string) string{fmtPlain, s.critical.Render, s.failed.Render, s.cursor.Render}
+	for i := 0; i < w; {
+		j := i
+		for j < w && style[j] == style[i] {
+			j++
+		}
+		b.WriteString(render[style[i]](string(cells[i:j])))
+		i = j
+	}
+	return b.String()
+}
+
+// listWidths shares the width of the write list among its columns: the
+// writer gets two fifths of what the fixed ones leave, the object the rest.
+func (t *timelineView) listWidths(w int) (writer, verb, obj, hop int) {
+	verb = 18
+	if w >= 90 {
+		hop = 20
+	}
+	rest := max(20, w-2-2-10-(verb+1)-hop)
+	writer = min(22, rest*2/5)
+	return writer, verb, rest - writer - 2, hop
+}
+
+func fmtPlain(s ...string) string { return strings.Join(s, "") }
+
+func (t *timelineView) row(i, w int, lo int64) string {
+	s := &t.c.a.sty
+	e := t.ents[i]
+	g := string(glyphWrite)
+	switch {
+	case e.Attempt:
+		g = string(glyphFailed)
+	case e.Critical:
+		g = string(glyphCritical)
+	}
+	verb := withSub(e.Verb, e.Subresource)
+	if e.Attempt {
+		verb += fmt.Sprintf(" %d", e.Code)
+	}
+	hop := ""
+	if e.CauseID != 0 {
+		hop = "hop +" + dur(e.HopNS) + " " + e.Rule
+	}
+	writerW, verbW, objW, hopW := t.listWidths(w)
+	if hopW == 0 {
+		hop = ""
+	}
+	line := mark(i == t.cursor) + g + " " + fit("+"+dur(e.NS-lo), 9) + " " + fit(e.Writer, writerW) + " " + fit(verb, verbW) + " " +
+		fit(object(e.Kind, e.Namespace, e.Name), objW) + " " + hop
+	switch {
+	case i == t.cursor:
+		return s.cursor.Render(fit(line, w))
+	case e.Critical:
+		return s.critical.Render(line)
+	case e.Attempt:
+		return s.failed.Render(line)
+	}
+	return line
+}
+
+// detail describes the selected write and what caused it.
+func (t *timelineView) detail(w int, lo int64) []string {
+	s := &t.c.a.sty
+	e, ok := t.cursorEntry()
+	if !ok {
+		return []string{s.dim.Render(strings.Repeat("─", w))}
+	}
+	crit := ""
+	if e.Critical {
+		crit = " · on the critical path"
+	}
+	first := fmt.Sprintf(" %s +%s  %s %s %s%s", clock(e.NS), dur(e.NS-lo), e.Writer, withSub(e.Verb, e.Subresource),
+		object(e.Kind, e.Namespace, e.Name), crit)
+	if e.Attempt {
+		first += fmt.Sprintf(" · failed %d", e.Code)
+	}
+	second := " started the change"
+	if e.CauseID != 0 {
+		second = fmt.Sprintf(" caused by audit event %d (rule %s), visible at +%s; hop %s", e.CauseID, e.Rule, dur(e.CauseNS-lo), dur(e.HopNS))
+		for _, c := range t.all {
+			if c.EventID == e.CauseID {
+				second = fmt.Sprintf(" caused by %s %s %s at +%s (rule %s); hop %s", c.Writer, withSub(c.Verb, c.Subresource),
+					object(c.Kind, c.Namespace, c.Name), dur(c.NS-lo), e.Rule, dur(e.HopNS))
+			}
+		}
+	}
+	if e.CPID != "" {
+		second += fmt.Sprintf(" · CPID %s (%s)", short(e.CPID), e.Origin)
+	}
+	return []string{s.dim.Render(strings.Repeat("─", w)), first, second}
+}
+
+func (t *timelineView) status() string {
+	e, ok := t.cursorEntry()
+	if !ok {
+		return "timeline"
+	}
+	return fmt.Sprintf("write %d/%d  %s %s %s", t.cursor+1, len(t.ents), e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))
+}
+
+func (t *timelineView) help() []key.Binding {
+	k := &t.c.a.keys
+	return []key.Binding{k.Up, k.Down, k.Left, k.Right, k.ZoomIn, k.ZoomOut, k.ZoomReset, k.Lanes, k.Open, k.Origins, k.Related}
+}
+
+func (t *timelineView) hints() []key.Binding {
+	k := &t.c.a.keys
+	return []key.Binding{k.ZoomIn, k.ZoomOut, k.Lanes, k.Open}
+}
+
+func (t *timelineView) filterText() string { return t.filter }
+
+func (t *timelineView) setFilter(f string) tea.Cmd {
+	keep := int64(-1)
+	if e, ok := t.cursorEntry(); ok {
+		keep = e.EventID
+	}
+	t.filter = f
+	t.apply(keep)
+	return nil
+}

@@ -1,0 +1,654 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// This file holds the read queries of the terminal UI (cpid-tui browse).
+// Each is bounded: a page, one change, or one object, never the whole
+// database.
+
+// DataVersion is a cheap fingerprint of what the database holds: when
+// ingest, tail or reconstruct writes, it changes. Two versions compare with ==.
+type DataVersion struct {
+	Events        int64 // highest audit_events.id
+	Logs          int64 // highest log_records.id
+	NewestNS      int64 // latest audit_events.stage_ns: how fresh the data is
+	Reconstructed int64 // audit_events.id the last reconstruct went up to
+	CutoffNS      int64 // the last reconstruct's settle cutoff
+}
+
+// DataVersion reads the fingerprint. Every part is an index lookup.
+func (s *Store) DataVersion(ctx context.Context) (DataVersion, error) {
+	var v DataVersion
+	// reconstruct_state.value is a BLOB column holding integers for these
+	// keys; CAST keeps the scan type stable.
+	err := s.r.QueryRowContext(ctx, `SELECT
+		(SELECT COALESCE(max(id), 0) FROM audit_events),
+		(SELECT COALESCE(max(id), 0) FROM log_records),
+		(SELECT COALESCE(max(stage_ns), 0) FROM audit_events),
+		COALESCE((SELECT CAST(value AS INTEGER) FROM reconstruct_state WHERE key = 'event_id'), 0),
+		COALESCE((SELECT CAST(value AS INTEGER) FROM reconstruct_state WHERE key = 'cutoff_ns'), 0)`).
+		Scan(&v.Events, &v.Logs, &v.NewestNS, &v.Reconstructed, &v.CutoffNS)
+	if err != nil {
+		return v, fmt.Errorf("data version: %w", err)
+	}
+	return v, nil
+}
+
+// CountChanges counts the changes that Changes lists for the same filter.
+func (s *Store) CountChanges(ctx context.Context, filter string) (int, error) {
+	where, args := changeFilter(filter)
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count changes: %w", err)
+	}
+	return n, nil
+}
+
+// changeFilter is the WHERE clause of ChangeQuery.Filter.
+func changeFilter(filter string) (string, []any) {
+	if filter == "" {
+		return "", nil
+	}
+	f := "%" + strings.ToLower(filter) + "%"
+	return `WHERE lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ? OR c.id LIKE ?`,
+		[]any{f, f, f, f, f}
+}
+
+// ChangesPage lists the same changes as Changes, in the same order, but
+// reads them in two steps: the page's ids from the changes table alone,
+// then their rows. Changes joins and decodes every row it sorts or skips,
+// which a deep page or a sort by duration on a large database pays for.
+func (s *Store) ChangesPage(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
+	order := "c.started_ns DESC"
+	switch q.Sort {
+	case "", "time":
+	case "duration":
+		order = "(c.settled_ns - c.started_ns) DESC"
+	case "size":
+		order = "c.writes DESC"
+	default:
+		return nil, fmt.Errorf("unknown sort %q (time, duration, size)", q.Sort)
+	}
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	where, args := changeFilter(q.Filter)
+	args = append(args, q.Limit, q.Offset)
+	var ids []string
+	var rows []ChangeRow
+	err := s.snapshot(ctx, func(db querier) error {
+		var err error
+		if ids, err = column(ctx, db, `SELECT c.id FROM changes c `+where+` ORDER BY `+order+`, c.id LIMIT ? OFFSET ?`, args...); err != nil {
+			return err
+		}
+		rows, err = changesByID(ctx, db, ids)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("changes: %w", err)
+	}
+	at := make(map[string]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return at[rows[i].ID] < at[rows[j].ID] })
+	return rows, nil
+}
+
+// ChangesByID returns the changes with these ids, newest first; unknown ids
+// are left out.
+func (s *Store) ChangesByID(ctx context.Context, ids []string) ([]ChangeRow, error) {
+	return changesByID(ctx, s.r, ids)
+}
+
+func changesByID(ctx context.Context, db querier, ids []string) ([]ChangeRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
+		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object ->> '$.kind' END, ''), c.resource, c.subresource,
+		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0)
+		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
+		WHERE c.id IN (`+placeholders(len(ids))+`) ORDER BY c.started_ns DESC, c.id`, strArgs(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("changes by id: %w", err)
+	}
+	defer rows.Close()
+	var out []ChangeRow
+	for rows.Next() {
+		var c ChangeRow
+		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.Resource,
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS); err != nil {
+			return nil, err
+		}
+		c.Kind = kindOf(c.Kind, c.Resource)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ChangesCarrying returns the ids of the changes that have a write carrying
+// one of these CPIDs.
+func (s *Store) ChangesCarrying(ctx context.Context, cpids []string) ([]string, error) {
+	if len(cpids) == 0 {
+		return nil, nil
+	}
+	// No condition on change_id: the planner would scan revisions_change.
+	ids, err := column(ctx, s.r, `SELECT DISTINCT COALESCE(change_id, '') FROM revisions
+		WHERE cpid IN (`+placeholders(len(cpids))+`) ORDER BY 1`, strArgs(cpids)...)
+	return dropIDs(ids, ""), err
+}
+
+// dropIDs removes the ids in drop from ids.
+func dropIDs(ids []string, drop ...string) []string {
+	out := ids[:0]
+	for _, id := range ids {
+		if !slices.Contains(drop, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// LinkedChanges returns the changes, other than change, that a CPID is
+// linked to through the merge DAG: with ancestors, the changes whose CPIDs it
+// descends from (its origins); otherwise the changes whose CPIDs descend from
+// it (what it went on to cause).
+func (s *Store) LinkedChanges(ctx context.Context, change, cpid string, ancestors bool) ([]ChangeRow, error) {
+	walk := `WITH RECURSIVE g(cpid) AS (
+		SELECT ? UNION
+		SELECT m.cpid FROM g JOIN mergelog_sources x ON x.source_cpid = g.cpid JOIN mergelogs m ON m.id = x.mergelog_id)`
+	if ancestors {
+		walk = `WITH RECURSIVE g(cpid) AS (
+		SELECT ? UNION
+		SELECT x.source_cpid FROM g JOIN mergelogs m ON m.cpid = g.cpid JOIN mergelog_sources x ON x.mergelog_id = m.id)`
+	}
+	// The change_id conditions are applied here: in SQL the planner prefers
+	// scanning revisions_change to looking up the few CPIDs.
+	var rows []ChangeRow
+	err := s.snapshot(ctx, func(db querier) error {
+		ids, err := column(ctx, db, walk+`
+		SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, cpid)
+		if err != nil {
+			return err
+		}
+		rows, err = changesByID(ctx, db, dropIDs(ids, "", change))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("linked changes of %s: %w", cpid, err)
+	}
+	return rows, nil
+}
+
+// GraphObject is an object a CPID touched within a change.
+type GraphObject struct {
+	APIGroup  string
+	Resource  string
+	Kind      string
+	Namespace string
+	Name      string
+	Writers   []string // who wrote it with this CPID, in order of their first write
+	Writes    int      // successful writes
+	Attempts  int      // failed writes
+	FirstNS   int64
+}
+
+// Merge is one mergelog of a CPID: how it was known and from what.
+type Merge struct {
+	Origin  string // log, annotation, inferred
+	Service string
+	TimeNS  int64
+	Sources []string
+}
+
+// GraphNode is a CPID of a change.
+type GraphNode struct {
+	CPID    string
+	Origin  string // the cpid_origin of its first write: root, annotation, inferred, background
+	FirstNS int64
+	Merges  []Merge
+	Objects []GraphObject
+}
+
+// ChangeGraph is the part of the merge DAG a change made: its CPIDs in order
+// of their first write, with the objects each touched and their merges.
+type ChangeGraph struct {
+	Change string
+	Nodes  []GraphNode
+	// Outside maps merge sources that are not CPIDs of this change to the
+	// other changes that carry them.
+	Outside map[string][]string
+}
+
+// ChangeGraph reads the CPIDs, merges and objects of a change.
+func (s *Store) ChangeGraph(ctx context.Context, change string) (ChangeGraph, error) {
+	var g ChangeGraph
+	err := s.snapshot(ctx, func(db querier) error {
+		var err error
+		g, err = changeGraph(ctx, db, change)
+		return err
+	})
+	return g, err
+}
+
+func changeGraph(ctx context.Context, db querier, change string) (ChangeGraph, error) {
+	g := ChangeGraph{Change: change, Outside: map[string][]string{}}
+	rows, err := db.QueryContext(ctx, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
+		r.name, r.writer, sum(r.attempt = 0), sum(r.attempt), min(r.stage_ns)
+		FROM revisions r WHERE r.change_id = ? AND r.cpid IS NOT NULL
+		GROUP BY r.cpid, r.api_group, r.resource, r.namespace, r.name, r.writer
+		ORDER BY min(r.stage_ns), r.event_id`, change)
+	if err != nil {
+		return g, fmt.Errorf("graph of change %s: %w", change, err)
+	}
+	idx := map[string]int{}
+	type objKey struct{ cpid, group, res, ns, name string }
+	objs := map[objKey]int{}
+	for rows.Next() {
+		var cpid, origin, writer string
+		var o GraphObject
+		var writes, attempts int
+		var first int64
+		if err := rows.Scan(&cpid, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer, &writes, &attempts, &first); err != nil {
+			rows.Close()
+			return g, err
+		}
+		i, ok := idx[cpid]
+		if !ok {
+			i = len(g.Nodes)
+			idx[cpid] = i
+			g.Nodes = append(g.Nodes, GraphNode{CPID: cpid, Origin: origin, FirstNS: first})
+		}
+		n := &g.Nodes[i]
+		k := objKey{cpid, o.APIGroup, o.Resource, o.Namespace, o.Name}
+		j, ok := objs[k]
+		if !ok {
+			j = len(n.Objects)
+			objs[k] = j
+			o.Kind = kindOf("", o.Resource)
+			o.FirstNS = first
+			n.Objects = append(n.Objects, o)
+		}
+		n.Objects[j].Writers = append(n.Objects[j].Writers, writer)
+		n.Objects[j].Writes += writes
+		n.Objects[j].Attempts += attempts
+	}
+	if err := rows.Close(); err != nil {
+		return g, err
+	}
+	if len(g.Nodes) == 0 {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
+			return g, err
+		}
+		if n == 0 {
+			return g, fmt.Errorf("no change %q", change)
+		}
+		return g, nil
+	}
+	cpids := make([]string, len(g.Nodes))
+	for i, n := range g.Nodes {
+		cpids[i] = n.CPID
+	}
+	rows, err = db.QueryContext(ctx, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
+		FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
+		WHERE m.cpid IN (`+placeholders(len(cpids))+`) ORDER BY m.ts_ns, m.id, x.pos`, strArgs(cpids)...)
+	if err != nil {
+		return g, fmt.Errorf("merges of change %s: %w", change, err)
+	}
+	lastID := int64(-1)
+	outside := map[string]bool{}
+	for rows.Next() {
+		var id int64
+		var cpid, src string
+		var m Merge
+		if err := rows.Scan(&id, &cpid, &m.Origin, &m.Service, &m.TimeNS, &src); err != nil {
+			rows.Close()
+			return g, err
+		}
+		n := &g.Nodes[idx[cpid]]
+		if id != lastID {
+			n.Merges = append(n.Merges, m)
+			lastID = id
+		}
+		if src != "" {
+			last := &n.Merges[len(n.Merges)-1]
+			last.Sources = append(last.Sources, src)
+			if _, in := idx[src]; !in {
+				outside[src] = true
+			}
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return g, err
+	}
+	if len(outside) == 0 {
+		return g, nil
+	}
+	srcs := make([]string, 0, len(outside))
+	for c := range outside {
+		srcs = append(srcs, c)
+	}
+	sort.Strings(srcs)
+	rows, err = db.QueryContext(ctx, `SELECT DISTINCT cpid, COALESCE(change_id, '') FROM revisions
+		WHERE cpid IN (`+placeholders(len(srcs))+`) ORDER BY cpid, 2`, strArgs(srcs)...)
+	if err != nil {
+		return g, fmt.Errorf("changes of merge sources: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cpid, ch string
+		if err := rows.Scan(&cpid, &ch); err != nil {
+			return g, err
+		}
+		if ch != "" {
+			g.Outside[cpid] = append(g.Outside[cpid], ch)
+		}
+	}
+	return g, rows.Err()
+}
+
+// LogLine is one controller log record.
+type LogLine struct {
+	ID        int64
+	TimeNS    int64
+	Level     string
+	Component string
+	Msg       string
+	CPID      string
+	Fields    string // the whole line's keys, JSON object
+	File      string
+	Line      int
+}
+
+// ChangeLogSet is the log lines of a change.
+type ChangeLogSet struct {
+	Lines []LogLine
+	// Exact is true when the lines carry the change's CPIDs (instrumented
+	// controllers). Otherwise no line does, and Lines are those of the
+	// change's writers in its time window: a guess, to be read as such.
+	Exact bool
+	// Writers, FromNS and ToNS are what the guess used.
+	Writers      []string
+	FromNS, ToNS int64
+	// Truncated is true when there were more than the limit.
+	Truncated bool
+}
+
+// windowLag is how long after a change's last write its writers' log lines
+// still count as its own when no line carries a CPID: controllers log what
+// they did just after the write returns.
+const windowLag = 250_000_000
+
+// ChangeLogs returns, in time order, at most limit log lines of a change:
+// those whose cpid is among the change's related CPIDs (its own and every
+// CPID descending from its root in the merge DAG); when there are none
+// (uninstrumented clusters), those its writers' processes logged between
+// the change's start and a little after it settled.
+func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (ChangeLogSet, error) {
+	var set ChangeLogSet
+	err := s.snapshot(ctx, func(db querier) error {
+		var err error
+		set, err = changeLogs(ctx, db, change, limit)
+		return err
+	})
+	return set, err
+}
+
+func changeLogs(ctx context.Context, db querier, change string, limit int) (ChangeLogSet, error) {
+	var set ChangeLogSet
+	if limit <= 0 {
+		limit = 1000
+	}
+	var started, settled int64
+	err := db.QueryRowContext(ctx, `SELECT started_ns, settled_ns FROM changes WHERE id = ?`, change).Scan(&started, &settled)
+	if err == sql.ErrNoRows {
+		return set, fmt.Errorf("no change %q", change)
+	}
+	if err != nil {
+		return set, fmt.Errorf("logs of change %s: %w", change, err)
+	}
+	set.Lines, err = logLines(ctx, db, `WITH RECURSIVE rel(cpid) AS (
+		SELECT ? UNION SELECT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL UNION
+		SELECT m.cpid FROM rel JOIN mergelog_sources x ON x.source_cpid = rel.cpid JOIN mergelogs m ON m.id = x.mergelog_id)
+		`+logSelect+` WHERE l.cpid IN (SELECT cpid FROM rel) ORDER BY l.ts_ns, l.id LIMIT ?`, change, change, limit+1)
+	if err != nil {
+		return set, fmt.Errorf("logs of change %s: %w", change, err)
+	}
+	if len(set.Lines) > 0 {
+		set.Exact = true
+	} else {
+		set.FromNS, set.ToNS = started, settled+windowLag
+		set.Writers, err = column(ctx, db, `SELECT writer FROM revisions WHERE change_id = ? AND writer_is_user = 0
+			GROUP BY writer ORDER BY min(stage_ns)`, change)
+		if err != nil {
+			return set, fmt.Errorf("writers of change %s: %w", change, err)
+		}
+		var conds []string
+		args := []any{set.FromNS, set.ToNS}
+		for _, w := range set.Writers {
+			for _, p := range writerPatterns(w) {
+				conds = append(conds, "lower(f.path) LIKE ? OR lower(l.component) LIKE ?")
+				args = append(args, p, p)
+			}
+		}
+		if len(conds) == 0 {
+			return set, nil
+		}
+		args = append(args, limit+1)
+		set.Lines, err = logLines(ctx, db, logSelect+` WHERE l.ts_ns BETWEEN ? AND ? AND (`+strings.Join(conds, " OR ")+`)
+			ORDER BY l.ts_ns, l.id LIMIT ?`, args...)
+		if err != nil {
+			return set, fmt.Errorf("logs of change %s: %w", change, err)
+		}
+	}
+	if len(set.Lines) > limit {
+		set.Lines, set.Truncated = set.Lines[:limit], true
+	}
+	return set, nil
+}
+
+const logSelect = `SELECT l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line
+	FROM log_records l JOIN files f ON f.id = l.file_id`
+
+func logLines(ctx context.Context, db querier, q string, args ...any) ([]LogLine, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []LogLine
+	for rows.Next() {
+		var l LogLine
+		if err := rows.Scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// writerPatterns returns LIKE patterns (lower case) that match the log file
+// path or the component of a writer's log lines. Writers are named after
+// their service account (revisions.writer): the controllers of
+// kube-controller-manager (deployment-controller, generic-garbage-collector,
+// root-ca-cert-publisher...) log to its file under their own source files,
+// so their file is the only handle; other writers (kube-scheduler, kwok,
+// an operator) name their log file or logger after themselves.
+func writerPatterns(writer string) []string {
+	w := strings.ToLower(writer)
+	if node, ok := strings.CutPrefix(w, "kubelet"); ok {
+		return []string{"%kubelet%" + strings.TrimSpace(node) + "%", "%kubelet%"}
+	}
+	w = likeEscaper.Replace(w)
+	ps := []string{"%" + w + "%"}
+	for _, suffix := range []string{"-controller", "-collector", "-publisher", "-controller-manager"} {
+		if strings.HasSuffix(w, suffix) {
+			return append(ps, "%controller-manager%")
+		}
+	}
+	if stem, ok := strings.CutPrefix(w, "kube-"); ok {
+		ps = append(ps, "%"+stem+"%")
+	}
+	return ps
+}
+
+// likeEscaper neutralises LIKE wildcards in names; ESCAPE is not used, so
+// they become single-character wildcards instead, which is harmless here.
+var likeEscaper = strings.NewReplacer("%", "_")
+
+// Revision is one write of an object, with its bodies.
+type Revision struct {
+	EventID         int64
+	Seq             int
+	Attempt         bool
+	OrderBy         string
+	StageNS         int64
+	Writer          string
+	Verb            string
+	Subresource     string
+	Code            int
+	Level           string
+	ResourceVersion string
+	CPID            string
+	ChangeID        string
+	// Object is the object as this write stored it (JSON), when the audit
+	// level recorded it; "" otherwise (Metadata level, a binding, a Status).
+	Object string
+	// Request is the request body (for a patch, the patch), when recorded.
+	Request string
+}
+
+// ObjectRef names an object by resource, namespace and name.
+type ObjectRef struct {
+	Resource  string
+	Namespace string
+	Name      string
+}
+
+// ObjectRevisions returns the last limit writes of an object in the order
+// reconstruct gave them (seq), bodies included, and whether earlier ones
+// were left out.
+func (s *Store) ObjectRevisions(ctx context.Context, o ObjectRef, limit int) ([]Revision, bool, error) {
+	if limit <= 0 {
+		limit = 200
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT * FROM (
+		SELECT r.event_id, r.seq, r.attempt, r.order_by, r.stage_ns, r.writer, e.verb, e.subresource, COALESCE(e.code, 0),
+		       e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
+		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		WHERE r.resource = ? AND r.namespace = ? AND r.name = ?
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?)
+		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("revisions of %s %s/%s: %w", o.Resource, o.Namespace, o.Name, err)
+	}
+	defer rows.Close()
+	var out []Revision
+	for rows.Next() {
+		var r Revision
+		if err := rows.Scan(&r.EventID, &r.Seq, &r.Attempt, &r.OrderBy, &r.StageNS, &r.Writer, &r.Verb, &r.Subresource,
+			&r.Code, &r.Level, &r.ResourceVersion, &r.CPID, &r.ChangeID, &r.Object, &r.Request); err != nil {
+			return nil, false, err
+		}
+		if r.Object != "" && (r.Attempt || !isObjectBody(r.Subresource, r.Object)) {
+			r.Object = ""
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	more := len(out) > limit
+	if more {
+		out = out[1:]
+	}
+	return out, more, nil
+}
+
+// ChangeSpan is a controller span of one of a change's CPIDs.
+type ChangeSpan struct {
+	SpanID   string
+	ParentID string
+	CPID     string
+	Service  string
+	Name     string
+	StartNS  int64
+	EndNS    int64
+}
+
+// ChangeSpans returns the controller spans of a change's CPIDs, by start.
+func (s *Store) ChangeSpans(ctx context.Context, change string) ([]ChangeSpan, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns
+		FROM controller_spans WHERE cpid IN (SELECT DISTINCT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL)
+		ORDER BY start_ns, span_id`, change)
+	if err != nil {
+		return nil, fmt.Errorf("spans of change %s: %w", change, err)
+	}
+	defer rows.Close()
+	var out []ChangeSpan
+	for rows.Next() {
+		var sp ChangeSpan
+		if err := rows.Scan(&sp.SpanID, &sp.ParentID, &sp.CPID, &sp.Service, &sp.Name, &sp.StartNS, &sp.EndNS); err != nil {
+			return nil, err
+		}
+		out = append(out, sp)
+	}
+	return out, rows.Err()
+}
+
+// querier runs queries: the read pool, or a read transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// snapshot runs fn in one read-only transaction, so that the queries of one
+// method see one state of the database while ingest, tail or reconstruct
+// write to it.
+func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+func column(ctx context.Context, db querier, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func strArgs(ss []string) []any {
+	args := make([]any, len(ss))
+	for i, s := range ss {
+		args[i] = s
+	}
+	return args
+}
