@@ -61,10 +61,10 @@ func changeFilter(filter string) (string, []any) {
 		[]any{f, f, f, f, f}
 }
 
-// ChangesPage lists the same changes as Changes, in the same order, but
-// reads them in two steps: the page's ids from the changes table alone,
-// then their rows. Changes joins and decodes every row it sorts or skips,
-// which a deep page or a sort by duration on a large database pays for.
+// ChangesPage lists root changes, one page, in two steps: the page's ids
+// from the changes table alone, then their rows, so that a deep page or a
+// sort by duration on a large database does not join and decode every row
+// it sorts or skips.
 func (s *Store) ChangesPage(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
 	order := "c.started_ns DESC"
 	switch q.Sort {

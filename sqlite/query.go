@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -39,48 +38,9 @@ type ChangeQuery struct {
 	Offset int
 }
 
-// Changes lists root changes.
+// Changes lists root changes, one page (see ChangesPage).
 func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
-	order := "c.started_ns DESC"
-	switch q.Sort {
-	case "", "time":
-	case "duration":
-		order = "(c.settled_ns - c.started_ns) DESC"
-	case "size":
-		order = "c.writes DESC"
-	default:
-		return nil, fmt.Errorf("unknown sort %q (time, duration, size)", q.Sort)
-	}
-	if q.Limit <= 0 {
-		q.Limit = 100
-	}
-	where, args := "", []any{}
-	if q.Filter != "" {
-		f := "%" + strings.ToLower(q.Filter) + "%"
-		where = `WHERE lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ? OR c.id LIKE ?`
-		args = append(args, f, f, f, f, f)
-	}
-	args = append(args, q.Limit, q.Offset)
-	rows, err := s.r.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
-		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object ->> '$.kind' END, ''), c.resource, c.subresource, c.namespace, c.name, c.writes, c.objects,
-		COALESCE(c.slowest_hop_ns, 0)
-		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
-		`+where+` ORDER BY `+order+`, c.id LIMIT ? OFFSET ?`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ChangeRow
-	for rows.Next() {
-		var c ChangeRow
-		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.Resource,
-			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS); err != nil {
-			return nil, err
-		}
-		c.Kind = kindOf(c.Kind, c.Resource)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return s.ChangesPage(ctx, q)
 }
 
 // TimelineEntry is one write of a change.
