@@ -75,10 +75,13 @@ func (s *State) Object(k ObjectKey) *Object { return s.objects[k] }
 // where that came from, what caused it, and the change it belongs to.
 type Write struct {
 	EventID int64
-	Key     ObjectKey
-	Writer  Writer
-	Attempt bool // failed: not a revision
-	CPID    string
+	StageNS int64
+	// ResourceVersion is the event's, for ordering the object's revisions.
+	ResourceVersion string
+	Key             ObjectKey
+	Writer          Writer
+	Attempt         bool // failed: not a revision
+	CPID            string
 	// CPIDOrigin: "root" (a user's change), "annotation" (the object carried
 	// it), "inferred" (derived from the causes), "background" (a
 	// controller write nothing explains).
@@ -189,7 +192,7 @@ func (en *Engine) Process(e *Event) {
 		o = &Object{Key: key}
 		en.objects[key] = o
 	}
-	w := Write{EventID: e.ID, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
+	w := Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
 	if !w.Attempt {
 		en.learn(o, e)
 	}

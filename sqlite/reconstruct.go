@@ -235,17 +235,27 @@ func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, 
 		rev, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO revisions(event_id, api_group, resource, namespace,
 			name, seq, order_by, attempt, stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id,
 			cause_rule, change_id, hop_ns)
-			SELECT ?, ?, ?, ?, ?, 0, 'time', ?, stage_ns, ?, ?, ?, ?, ?, ?, ?, ? FROM audit_events WHERE id = ?`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer rev.Close()
 		changes := map[string]bool{}
 		objects := map[reconstruct.ObjectKey]bool{}
+		// After a reset the run's writes are all there is: number them now.
+		// Otherwise orderRevisions renumbers the objects from the table.
+		var order map[int64]seqOf
+		if redoFromNS < 0 {
+			order = orderWrites(en.Writes)
+		}
 		for _, x := range en.Writes {
+			o := order[x.EventID]
+			if o.by == "" {
+				o.by = "time"
+			}
 			if _, err := rev.ExecContext(ctx, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
-				x.Attempt, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
-				nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(x), x.EventID); err != nil {
+				o.seq, o.by, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
+				nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(x)); err != nil {
 				return fmt.Errorf("save revision of event %d: %w", x.EventID, err)
 			}
 			if x.ChangeID != "" {
@@ -318,8 +328,10 @@ func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, 
 		if err := summarizeChanges(ctx, tx, changes); err != nil {
 			return err
 		}
-		if err := orderRevisions(ctx, tx, objects); err != nil {
-			return err
+		if redoFromNS >= 0 {
+			if err := orderRevisions(ctx, tx, objects); err != nil {
+				return err
+			}
 		}
 		for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(key, value) VALUES (?, ?)`, k, v); err != nil {
@@ -384,15 +396,45 @@ func summarizeChanges(ctx context.Context, tx *sql.Tx, ids map[string]bool) erro
 	return nil
 }
 
-// orderRevisions numbers the revisions of each given object: by
-// resourceVersion (etcd revision) when every one of them parses as an
-// integer, by apiserver time otherwise; which was used is recorded.
+type seqOf struct {
+	seq int
+	by  string
+}
+
+// orderWrites numbers the writes of each object (see orderRevisions).
+func orderWrites(writes []reconstruct.Write) map[int64]seqOf {
+	byObject := map[reconstruct.ObjectKey][]int{}
+	for i, w := range writes {
+		byObject[w.Key] = append(byObject[w.Key], i)
+	}
+	out := make(map[int64]seqOf, len(writes))
+	for _, is := range byObject {
+		ids, by := reconstruct.OrderRevisions(len(is), func(i int) (int64, string, int64) {
+			w := writes[is[i]]
+			return w.EventID, w.ResourceVersion, w.StageNS
+		})
+		for i, id := range ids {
+			out[id] = seqOf{i + 1, by}
+		}
+	}
+	return out
+}
+
+// orderRevisions numbers the revisions of each given object, reading them
+// back from the table: by resourceVersion (etcd revision) when every one of
+// them parses as an integer, by apiserver time otherwise; which was used is
+// recorded.
 func orderRevisions(ctx context.Context, tx *sql.Tx, objects map[reconstruct.ObjectKey]bool) error {
 	type row struct {
 		id      int64
 		rv      string
 		stageNS int64
 	}
+	up, err := tx.PrepareContext(ctx, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
 	q, err := tx.PrepareContext(ctx, `SELECT r.event_id, e.resource_version, r.stage_ns FROM revisions r
 		JOIN audit_events e ON e.id = r.event_id
 		WHERE r.api_group = ? AND r.resource = ? AND r.namespace = ? AND r.name = ?`)
@@ -400,11 +442,6 @@ func orderRevisions(ctx context.Context, tx *sql.Tx, objects map[reconstruct.Obj
 		return err
 	}
 	defer q.Close()
-	up, err := tx.PrepareContext(ctx, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`)
-	if err != nil {
-		return err
-	}
-	defer up.Close()
 	for k := range objects {
 		rows, err := q.QueryContext(ctx, k.Group, k.Resource, k.Namespace, k.Name)
 		if err != nil {
