@@ -15,22 +15,23 @@
 // and writes the result into the object's annotations. Nothing else about the
 // write changes: the body is the same apart from the two annotations, errors
 // and conflicts come back as they were, and a mergelog is written only once
-// the apiserver has accepted the write. Writes to subresources (status,
-// scale, binding...) pass through untouched: the apiserver ignores metadata
-// in them, so the object keeps its context.
+// the apiserver has accepted the write. Writes to other subresources (scale,
+// binding...) pass through untouched.
 //
 // One line adopts it for every client made from a rest.Config (typed,
 // dynamic, controller-runtime):
 //
 //	cfg.Wrap(clientgo.New(tracer, lookup).Wrap)
 //
-// Controllers that copy annotations between objects see the trace context
-// too: the deployment controller copies a Deployment's annotations onto its
-// ReplicaSets and rewrites a ReplicaSet whose annotations differ, so once the
-// Stamper has merged a ReplicaSet's own CPID with its Deployment's, the
-// controller writes the ReplicaSet again (a few times, until the merged CPID
-// is reused). The writes are correct, but there are more of them than
-// without instrumentation.
+// Controllers that copy annotations between objects must not see the trace
+// context: the deployment controller copies a Deployment's annotations onto
+// its ReplicaSets and rewrites a ReplicaSet whose annotations differ, so
+// once the Stamper merged a ReplicaSet's own CPID with its Deployment's, the
+// controller would write it again, and again (forever with N=0). Give such
+// a controller's informers Hidden.Transform and the Stamper Hidden.Lookup.
+// Status updates (PUT .../status) keep the object's context: a body that
+// lacks it gets it back, since some resources store the metadata of status
+// writes.
 //
 // Fake clientsets do not go through a transport and drop the context of each
 // call; Stamper.Reactor stamps their writes instead, for tests.

@@ -91,7 +91,7 @@ func ExampleStamper_Reactor() {
 	// conflict: true
 	// after errors: m1 [gamma,delta,alpha]
 	// {"time":"2025-03-01T12:00:00.001Z","level":"INFO","msg":"cpid.mergelog","cpid.format":1,"cpid":"00000000-0000-4000-8000-000000006d31","sources":["00000000-0000-4000-8000-0067616d6d61","00000000-0000-4000-8000-0064656c7461"],"service":"deployment-controller","object":{"apiVersion":"apps/v1","kind":"ReplicaSet","resource":"replicasets","namespace":"default","name":"web-7d9","uid":""}}
-	// {Stamped:3 Unchanged:0 Skipped:0}
+	// {Stamped:3 Unchanged:0 Skipped:0 Kept:0}
 }
 
 // One line adopts the stamper for every client made from the config.

@@ -124,3 +124,33 @@ func (s *Stamper) stampObject(ctx context.Context, obj metav1.Object, tgt target
 	s.stamped.Add(1)
 	return m, commit
 }
+
+// keepBody returns the body of a status write with the object's current
+// trace context in it when the body carries none. Status writes do not
+// change the context, but the apiserver stores the metadata they send for
+// some resources (ReplicaSets), so a body read from a cache that hides the
+// context (Hidden) would otherwise erase it.
+func (s *Stamper) keepBody(ctx context.Context, body []byte, kind bodyKind, current func() (metav1.Object, bool)) []byte {
+	d, err := parseBody(body, kind)
+	if err != nil {
+		return body
+	}
+	if f := d.fields(s.t); f.hasOwn {
+		return body
+	}
+	obj, ok := current()
+	if !ok {
+		return body
+	}
+	c := s.t.Extract(obj)
+	if c.IsZero() {
+		return body
+	}
+	d.set(c, kind)
+	out, err := d.encode()
+	if err != nil {
+		return body
+	}
+	s.kept.Add(1)
+	return out
+}

@@ -15,7 +15,7 @@ type Stamper struct {
 	t      *instrument.Tracer
 	lookup Lookup
 
-	stamped, unchanged, skipped atomic.Uint64
+	stamped, unchanged, skipped, kept atomic.Uint64
 }
 
 // New returns a Stamper merging with t and finding owners (and the objects
@@ -29,11 +29,12 @@ type Stats struct {
 	Stamped   uint64 // writes whose trace context was written or changed
 	Unchanged uint64 // writes that already carried the merged context, or had no cause with one
 	Skipped   uint64 // creates, updates and patches passed through unstamped (see the package doc)
+	Kept      uint64 // status updates whose body lacked the object's context and got it back (see Hidden)
 }
 
 // Stats returns the counters of s.
 func (s *Stamper) Stats() Stats {
-	return Stats{Stamped: s.stamped.Load(), Unchanged: s.unchanged.Load(), Skipped: s.skipped.Load()}
+	return Stats{Stamped: s.stamped.Load(), Unchanged: s.unchanged.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load()}
 }
 
 // write is what the stamper knows of one write.

@@ -29,6 +29,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req)
 	}
 	tgt, ok := parsePath(req.URL.Path)
+	if ok && tgt.subresource == "status" && req.Method == http.MethodPut && tgt.name != "" {
+		return t.keepStatus(req, tgt)
+	}
 	if !ok || tgt.subresource != "" || req.Method != http.MethodPost && tgt.name == "" {
 		return t.next.RoundTrip(req)
 	}
@@ -127,4 +130,28 @@ func parsePath(p string) (target, bool) {
 		t.subresource = strings.Join(rest[2:], "/")
 	}
 	return t, true
+}
+
+// keepStatus sends a status update with the object's context kept (see
+// Stamper.keepBody).
+func (t *transport) keepStatus(req *http.Request, tgt target) (*http.Response, error) {
+	kind, ok := kindOf(req)
+	if !ok || kind != bodyObject {
+		return t.next.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	ctx := req.Context()
+	out := t.s.keepBody(ctx, body, kind, func() (metav1.Object, bool) {
+		return t.s.find(ctx, Key{Group: tgt.gv.Group, Version: tgt.gv.Version, Resource: tgt.resource,
+			Namespace: tgt.namespace, Name: tgt.name})
+	})
+	r := req.Clone(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(out))
+	r.ContentLength = int64(len(out))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
+	return t.next.RoundTrip(r)
 }
