@@ -18,6 +18,10 @@ type Log struct {
 type Batch struct {
 	Audits []Audit
 	Logs   []Log
+	// Checkpoints are where a Tailer stands in each log it follows once
+	// these records are stored; they are stored in the same transaction.
+	// Each covers, in order, the next Audits and Logs records of the batch.
+	Checkpoints []Checkpoint
 }
 
 // Len is the number of records in the batch.
@@ -27,7 +31,8 @@ func (b *Batch) Len() int { return len(b.Audits) + len(b.Logs) }
 func (b *Batch) Reset() {
 	clear(b.Audits)
 	clear(b.Logs)
-	b.Audits, b.Logs = b.Audits[:0], b.Logs[:0]
+	clear(b.Checkpoints)
+	b.Audits, b.Logs, b.Checkpoints = b.Audits[:0], b.Logs[:0], b.Checkpoints[:0]
 }
 
 // Written counts what a Sink stored and what it found already stored.

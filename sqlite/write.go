@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/cpid-dev/cpid/ingest"
 )
@@ -20,13 +21,30 @@ const insertBody = `INSERT INTO audit_bodies(event_id, request_object, response_
 const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line)
 VALUES (?,?,?,?,?,?,?,?,?)`
 
+// upsertCheckpoint sets a tailed source's position and adds its counters.
+const upsertCheckpoint = `INSERT INTO tail_checkpoints(source, file, fingerprint, fingerprint_len, offset, line,
+	device, inode, lines, records, dups, bad, possible_loss, newest_ns, committed_ns)
+VALUES (?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?)
+ON CONFLICT(source) DO UPDATE SET file = excluded.file, fingerprint = excluded.fingerprint,
+	fingerprint_len = excluded.fingerprint_len, offset = excluded.offset, line = excluded.line,
+	device = excluded.device, inode = excluded.inode,
+	lines = lines + excluded.lines, records = records + excluded.records, dups = dups + excluded.dups,
+	bad = bad + excluded.bad, possible_loss = possible_loss + excluded.possible_loss,
+	newest_ns = max(newest_ns, excluded.newest_ns), committed_ns = excluded.committed_ns`
+
 // Write stores a batch in one transaction. Records whose hash is already
 // stored are skipped and counted as duplicates, so writing the same batch
-// twice changes nothing.
+// twice changes nothing. The batch's checkpoints are stored in the same
+// transaction, with the duplicates among the records each covers.
 func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, error) {
 	var res ingest.Written
 	newFiles := map[string]int64{}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	owner, err := checkpointOwners(b)
+	if err != nil {
+		return res, err
+	}
+	dups := make([]int, len(b.Checkpoints))
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		fileID := func(path string) (int64, error) {
 			if id, ok := s.fileIDs[path]; ok {
 				return id, nil
@@ -71,6 +89,9 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 				}
 				if n, _ := r.RowsAffected(); n == 0 {
 					res.AuditDups++
+					if owner != nil {
+						dups[owner.audits[i]]++
+					}
 					continue
 				}
 				res.Audits++
@@ -106,12 +127,15 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 				}
 				if n, _ := r.RowsAffected(); n == 0 {
 					res.LogDups++
+					if owner != nil {
+						dups[owner.logs[i]]++
+					}
 					continue
 				}
 				res.Logs++
 			}
 		}
-		return nil
+		return writeCheckpoints(ctx, tx, b.Checkpoints, dups)
 	})
 	if err != nil {
 		return ingest.Written{}, err
@@ -120,6 +144,48 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 		s.fileIDs[p] = id
 	}
 	return res, nil
+}
+
+// owners maps each record of a batch to the checkpoint that covers it.
+type owners struct{ audits, logs []int }
+
+// checkpointOwners checks that a batch's checkpoints cover its records
+// exactly, and says which covers which; nil when there are none.
+func checkpointOwners(b *ingest.Batch) (*owners, error) {
+	if len(b.Checkpoints) == 0 {
+		return nil, nil
+	}
+	o := &owners{audits: make([]int, 0, len(b.Audits)), logs: make([]int, 0, len(b.Logs))}
+	for i, c := range b.Checkpoints {
+		for range c.Audits {
+			o.audits = append(o.audits, i)
+		}
+		for range c.Logs {
+			o.logs = append(o.logs, i)
+		}
+	}
+	if len(o.audits) != len(b.Audits) || len(o.logs) != len(b.Logs) {
+		return nil, fmt.Errorf("checkpoints cover %d audit events and %d log records of a batch of %d and %d",
+			len(o.audits), len(o.logs), len(b.Audits), len(b.Logs))
+	}
+	return o, nil
+}
+
+// writeCheckpoints stores the tailer's positions and adds its counters.
+func writeCheckpoints(ctx context.Context, tx *sql.Tx, cks []ingest.Checkpoint, dups []int) error {
+	if len(cks) == 0 {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	for i, c := range cks {
+		_, err := tx.ExecContext(ctx, upsertCheckpoint, c.Source, c.File, c.Fingerprint[:], c.FingerprintLen,
+			c.Offset, c.Line, int64(c.Device), int64(c.Inode), c.Lines, c.Audits+c.Logs-dups[i], dups[i],
+			c.Bad, c.PossibleLoss, c.NewestNS, now)
+		if err != nil {
+			return fmt.Errorf("store checkpoint of %s: %w", c.Source, err)
+		}
+	}
+	return nil
 }
 
 func nullString(s string) any {

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/plugin/pkg/audit/buffered"
+	"k8s.io/apiserver/plugin/pkg/audit/webhook"
+)
+
+// pki is a CA with a server certificate for 127.0.0.1 and a client
+// certificate, written as PEM files in dir.
+type pki struct{ ca, serverCert, serverKey, clientCert, clientKey string }
+
+func newPKI(t *testing.T, dir string) pki {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cpid test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _ := x509.MarshalECPrivateKey(key)
+		c, k := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+		os.WriteFile(c, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+		os.WriteFile(k, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+		return c, k
+	}
+	p := pki{ca: filepath.Join(dir, "ca.crt")}
+	os.WriteFile(p.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600)
+	p.serverCert, p.serverKey = issue("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = issue("kube-apiserver", 3, x509.ExtKeyUsageClientAuth)
+	return p
+}
+
+// webhookKubeconfig is the file given to kube-apiserver's
+// --audit-webhook-config-file (docs/LIVE.md shows the same).
+const webhookKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: cpid
+  cluster:
+    server: https://%s/audit
+    certificate-authority: %s
+users:
+- name: kube-apiserver
+  user:
+    client-certificate: %s
+    client-key: %s
+contexts:
+- name: default
+  context: {cluster: cpid, user: kube-apiserver}
+current-context: default
+`
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitTLS polls until addr accepts a TLS handshake.
+func waitTLS(t *testing.T, addr string, conf *tls.Config) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := tls.Dial("tcp", addr, conf)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never listened on %s: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestServeWebhookTorture: the real audit webhook backend of
+// k8s.io/apiserver (batch mode: buffered + webhook, as kube-apiserver runs
+// it) posts real-shaped events over loopback TLS with a client certificate
+// to `serve`, which is SIGKILLed and restarted mid-stream. The backend's
+// retries must leave every event stored exactly once.
+func TestServeWebhookTorture(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	db := filepath.Join(dir, "cpid.db")
+	addr := freeAddr(t)
+	kubeconfig := filepath.Join(dir, "webhook.kubeconfig")
+	os.WriteFile(kubeconfig, fmt.Appendf(nil, webhookKubeconfig, addr, p.ca, p.clientCert, p.clientKey), 0o600)
+	serveArgs := []string{"serve", "--db", db, "--listen", addr, "--tls-cert", p.serverCert, "--tls-key", p.serverKey,
+		"--client-ca", p.ca, "--reconstruct-every", "0"}
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(p.ca)
+	pool.AppendCertsFromPEM(caPEM)
+	probe := &tls.Config{RootCAs: pool}
+
+	srv := helper(t, "cpid-tui", serveArgs...)
+	waitTLS(t, addr, probe)
+
+	// The events: the fixture's audit events with fresh auditIDs.
+	const n = 6000
+	var events []*auditinternal.Event
+	err := tortureLines(n, func(i int, l []byte) error {
+		var v1 auditv1.Event
+		if err := json.Unmarshal(l, &v1); err != nil {
+			return err
+		}
+		var ev auditinternal.Event
+		if err := audit.Scheme.Convert(&v1, &ev, nil); err != nil {
+			return err
+		}
+		ev.AuditID = types.UID(tortureID(i))
+		events = append(events, &ev)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	backoff := wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 100, Cap: 500 * time.Millisecond}
+	wb, err := webhook.NewBackend(kubeconfig, auditv1.SchemeGroupVersion, backoff, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := buffered.NewBackend(wb, buffered.BatchConfig{BufferSize: n, MaxBatchSize: 100,
+		MaxBatchWait: 10 * time.Millisecond, AsyncDelegate: true})
+	stop := make(chan struct{})
+	if err := backend.Run(stop); err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill and restart serve at random moments while the events flow.
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var mu sync.Mutex
+	sent := 0
+	killerDone := make(chan int)
+	go func() {
+		kills := 0
+		for {
+			<-time.After(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+			mu.Lock()
+			done := sent == n
+			mu.Unlock()
+			if done && kills >= 3 {
+				killerDone <- kills
+				return
+			}
+			srv.Process.Signal(syscall.SIGKILL)
+			srv.Wait()
+			kills++
+			srv = helper(t, "cpid-tui", serveArgs...)
+		}
+	}()
+	// About 3,000 events/s, in the apiserver's pattern of many small calls.
+	tick := time.NewTicker(time.Millisecond)
+	for i := 0; i < n; i += 3 {
+		<-tick.C
+		if !backend.ProcessEvents(events[i:min(i+3, n)]...) {
+			t.Fatalf("the buffered backend dropped events at %d", i)
+		}
+		mu.Lock()
+		sent = min(i+3, n)
+		mu.Unlock()
+	}
+	tick.Stop()
+	kills := <-killerDone
+	waitTLS(t, addr, probe)
+	close(stop)
+	flushed := make(chan struct{})
+	go func() { backend.Shutdown(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the webhook backend did not deliver its batches in 90 s")
+	}
+	srv.Process.Signal(syscall.SIGTERM)
+	if err := srv.Wait(); err != nil {
+		t.Errorf("serve after SIGTERM: %v", err)
+	}
+
+	ids, rows, _, _, _ := storedIDs(t, db)
+	var missing, twice []string
+	for i := 0; i < n; i++ {
+		switch ids[tortureID(i)] {
+		case 0:
+			missing = append(missing, strconv.Itoa(i))
+		case 1:
+		default:
+			twice = append(twice, strconv.Itoa(i))
+		}
+	}
+	t.Logf("serve SIGKILLed %d times; %d events stored", kills, rows)
+	if len(missing) > 0 || len(twice) > 0 || rows != n {
+		t.Errorf("%d rows for %d events: %d missing %v, %d more than once %v", rows, n, len(missing), first(missing, 20),
+			len(twice), first(twice, 20))
+	}
+}
