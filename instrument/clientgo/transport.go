@@ -2,6 +2,7 @@ package clientgo
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"mime"
 	"net/http"
@@ -47,20 +48,29 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	out, m, commit := t.s.stampBody(ctx, body, kind, tgt, func() (metav1.Object, bool) {
-		return t.s.find(ctx, Key{Group: tgt.gv.Group, Version: tgt.gv.Version, Resource: tgt.resource,
-			Namespace: tgt.namespace, Name: tgt.name})
-	})
-
-	r := req.Clone(ctx)
-	r.Body = io.NopCloser(bytes.NewReader(out))
-	r.ContentLength = int64(len(out))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	resp, err := t.next.RoundTrip(r)
+	out, m, commit := t.s.stampBody(ctx, body, kind, tgt, t.current(ctx, tgt))
+	resp, err := t.send(req, out)
 	if err == nil && commit && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		t.s.t.Commit(m)
 	}
 	return resp, err
+}
+
+// current returns a function that looks tgt up in the caller's cache.
+func (t *transport) current(ctx context.Context, tgt target) func() (metav1.Object, bool) {
+	return func() (metav1.Object, bool) {
+		return t.s.find(ctx, Key{Group: tgt.gv.Group, Version: tgt.gv.Version, Resource: tgt.resource,
+			Namespace: tgt.namespace, Name: tgt.name})
+	}
+}
+
+// send sends req with body in place of its own.
+func (t *transport) send(req *http.Request, body []byte) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return t.next.RoundTrip(r)
 }
 
 // kindOf tells how the body of req is edited, from its method and media
@@ -144,14 +154,5 @@ func (t *transport) keepStatus(req *http.Request, tgt target) (*http.Response, e
 	if err != nil {
 		return nil, err
 	}
-	ctx := req.Context()
-	out := t.s.keepBody(ctx, body, kind, func() (metav1.Object, bool) {
-		return t.s.find(ctx, Key{Group: tgt.gv.Group, Version: tgt.gv.Version, Resource: tgt.resource,
-			Namespace: tgt.namespace, Name: tgt.name})
-	})
-	r := req.Clone(ctx)
-	r.Body = io.NopCloser(bytes.NewReader(out))
-	r.ContentLength = int64(len(out))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	return t.next.RoundTrip(r)
+	return t.send(req, t.s.keepBody(req.Context(), body, kind, t.current(req.Context(), tgt)))
 }
