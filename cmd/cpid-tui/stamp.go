@@ -21,7 +21,7 @@ func init() {
 }
 
 func runStamp(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "stamp", "-f FILE|- [--log FILE] [--service NAME]", strings.TrimSpace(`
+	fs := newFlags(e, "stamp", "-f FILE|- [--log FILE] [--service NAME] [--merge [--max-ancestors N]]", strings.TrimSpace(`
 Reads manifests (YAML or JSON, several documents, v1 List objects too), gives
 each object a fresh root CPID in its v1.cpid.dev/cpid annotation (removing any
 stale v1.cpid.dev/ancestors), prints the manifests to standard output and
@@ -30,12 +30,21 @@ the root mergelogs to the --log file. This is the paper's "kubectl --trace":
 
   cpid-tui stamp -f app.yaml --log cpid.log | kubectl apply -f -
 
+With --merge, an object that already carries a trace context (an update of
+what 'kubectl get -o yaml' printed) gets the merge of the fresh root with
+that context instead, as the paper's kubectl did for updates: the object's
+new CPID then lists its previous one among its ancestors (at most
+--max-ancestors), so controllers can reuse it instead of merging again. The
+root and the merge mergelogs both go to --log.
+
 YAML comes out as YAML (comments are not kept, keys are sorted), JSON as JSON.
 If any document is bad, each bad one is reported with its number and line,
 and nothing is written.`))
 	file := fs.String("f", "", "manifest file, or - for standard input")
 	logPath := fs.String("log", "", "append the root mergelogs to this file (JSON lines, created if missing)")
 	service := fs.String("service", "cpid-tui", "service name written in the mergelogs")
+	merge := fs.Bool("merge", false, "merge the fresh root with the context the object already carries")
+	maxAnc := fs.Int("max-ancestors", instrument.DefaultMaxAncestors, "with --merge: N, the most ancestor CPIDs kept")
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -81,9 +90,9 @@ and nothing is written.`))
 			return fmt.Errorf("open mergelog file: %w", err)
 		}
 		defer f.Close()
-		out = instrument.NewEmitter(f, len(objects)+1)
+		out = instrument.NewEmitter(f, 2*len(objects)+1)
 	}
-	tracer := instrument.New(*service, out)
+	tracer := instrument.New(*service, out, instrument.WithMaxAncestors(*maxAnc))
 	for _, obj := range objects {
 		meta, _ := obj["metadata"].(map[string]any)
 		ref := instrument.ObjectRef{
@@ -96,9 +105,20 @@ and nothing is written.`))
 			ann = map[string]any{}
 			meta["annotations"] = ann
 		}
-		cpid, _ := c.Format()
+		if *merge {
+			prev, _ := ann[instrument.KeyCPID].(string)
+			anc, _ := ann[instrument.KeyAncestors].(string)
+			if old, err := instrument.Parse(prev, anc); err == nil && !old.IsZero() {
+				c = tracer.Merge(ref, c, old)
+			}
+		}
+		cpid, ancestors := c.Format()
 		ann[instrument.KeyCPID] = cpid
-		delete(ann, instrument.KeyAncestors)
+		if ancestors != "" {
+			ann[instrument.KeyAncestors] = ancestors
+		} else {
+			delete(ann, instrument.KeyAncestors)
+		}
 
 		where := ref.Name
 		if where == "" {

@@ -211,3 +211,49 @@ func TestStampUsage(t *testing.T) {
 		t.Errorf("missing file: exit %d, %s", code, stderr)
 	}
 }
+
+// TestStampMerge: --merge keeps the object's previous context as an
+// ancestor of the new CPID (capped at --max-ancestors), with a root and a
+// merge mergelog; without it the previous context is dropped.
+func TestStampMerge(t *testing.T) {
+	const prev, older = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	in := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default","annotations":{` +
+		`"v1.cpid.dev/cpid":"` + prev + `","v1.cpid.dev/ancestors":"` + older + `"}}}`
+	for _, c := range []struct {
+		name      string
+		args      []string
+		ancestors int  // on the object
+		hasPrev   bool // prev among them
+		mergelogs int
+	}{
+		{"fresh root", nil, 0, false, 1},
+		{"merge", []string{"--merge"}, 3, true, 2},
+		{"merge capped", []string{"--merge", "--max-ancestors", "2"}, 2, true, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "cpid.log")
+			code, out, errOut := runCmd(t, strings.NewReader(in), append([]string{"stamp", "-f", "-", "--log", logPath}, c.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var obj struct {
+				Metadata struct{ Annotations map[string]string }
+			}
+			if err := json.Unmarshal([]byte(out), &obj); err != nil {
+				t.Fatal(err)
+			}
+			anc := obj.Metadata.Annotations["v1.cpid.dev/ancestors"]
+			n := 0
+			if anc != "" {
+				n = len(strings.Split(anc, ","))
+			}
+			if n != c.ancestors || strings.Contains(anc, prev) != c.hasPrev {
+				t.Errorf("ancestors %q: want %d with previous=%v", anc, c.ancestors, c.hasPrev)
+			}
+			b, _ := os.ReadFile(logPath)
+			if got := strings.Count(string(b), `"msg":"cpid.mergelog"`); got != c.mergelogs {
+				t.Errorf("%d mergelogs, want %d:\n%s", got, c.mergelogs, b)
+			}
+		})
+	}
+}
