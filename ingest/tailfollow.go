@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // follow is one followed log: its live path, the file being read, the
@@ -140,11 +141,19 @@ func (f *follow) locate() error {
 // copiedWhileStopped counts a possible loss when the stored position was in
 // the live file and that file, same inode, now holds other content while the
 // position's content is in backup ms[i]: copytruncate ran while the tailer
-// was stopped. (With rename rotation the live path has a new inode.)
+// was stopped. (With rename rotation the live path has a new inode.) A
+// compressed backup says nothing either way: gzip removes the renamed
+// original, and the filesystem may give its inode to the next live file, so
+// the inode hint is only trusted when the backup is a plain file that is not
+// the original itself.
 func (f *follow) copiedWhileStopped(ms []logFile, i int) {
 	last := ms[len(ms)-1]
-	if f.posFile != nil || ms[i].live || !last.live || f.pos.File != f.source || f.pos.Inode == 0 {
+	if f.posFile != nil || ms[i].live || !last.live || f.pos.File != f.source || f.pos.Inode == 0 ||
+		strings.HasSuffix(ms[i].path, ".gz") {
 		return
+	}
+	if dev, ino := fileKey(ms[i].fi); dev == f.pos.Device && ino == f.pos.Inode {
+		return // the backup is the renamed original: rename rotation
 	}
 	if dev, ino := fileKey(last.fi); dev == f.pos.Device && ino == f.pos.Inode {
 		f.possibleLoss(f.source, "truncated in place while the tailer was stopped (copytruncate?): going on from the copy")
