@@ -61,11 +61,11 @@ func changeFilter(filter string) (string, []any) {
 		[]any{f, f, f, f, f}
 }
 
-// ChangesPage lists root changes, one page, in two steps: the page's ids
+// Changes lists root changes, one page, in two steps: the page's ids
 // from the changes table alone, then their rows, so that a deep page or a
 // sort by duration on a large database does not join and decode every row
 // it sorts or skips.
-func (s *Store) ChangesPage(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
+func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
 	order := "c.started_ns DESC"
 	switch q.Sort {
 	case "", "time":

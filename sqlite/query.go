@@ -38,11 +38,6 @@ type ChangeQuery struct {
 	Offset int
 }
 
-// Changes lists root changes, one page (see ChangesPage).
-func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
-	return s.ChangesPage(ctx, q)
-}
-
 // TimelineEntry is one write of a change.
 type TimelineEntry struct {
 	EventID     int64  `json:"event_id"`

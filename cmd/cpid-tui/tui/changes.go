@@ -113,7 +113,7 @@ func (c *changesScreen) fetch(at int, keepID string) tea.Cmd {
 		if base >= msg.total {
 			msg.base = max(0, msg.total-pageSize)
 		}
-		msg.rows, msg.err = st.ChangesPage(ctx, sqlite.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: msg.base})
+		msg.rows, msg.err = st.Changes(ctx, sqlite.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: msg.base})
 		return msg
 	}
 }
