@@ -86,7 +86,8 @@ func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
 func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*reconstruct.Event) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.api_version, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
-		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs, b.response_object, b.request_object,
+		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
+		CASE WHEN e.resource IN ('pods', 'nodes', 'endpointslices', 'endpoints') THEN b.response_object END, b.request_object,
 		f.path
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id JOIN files f ON f.id = e.file_id
 		WHERE e.received_ns > ? AND e.id <= ? AND e.stage IN ('ResponseComplete', 'Panic')
@@ -117,6 +118,9 @@ func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*
 		if owners.Valid {
 			json.Unmarshal([]byte(owners.String), &e.OwnerRefs)
 		}
+		// Only the kinds whose rules and anomaly checks read the object
+		// after the write have it fetched (reconstruct's readBody and
+		// transitions): a Deployment's or a ReplicaSet's body is not read.
 		if resp.Valid && isObjectBody(e.Subresource, resp.String) {
 			e.Object = json.RawMessage(resp.String)
 		}
