@@ -1,8 +1,6 @@
 package reconstruct
 
 import (
-	"crypto/sha1"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -38,32 +36,25 @@ func (en *Engine) anomalies(o *Object, e *Event) {
 			o.lastRV, o.lastSource = rv, e.Source
 		}
 	}
-	if len(e.Request) > 0 && e.Verb != "delete" {
-		h := sha1.Sum(append([]byte(e.Username+"\x00"+e.Subresource+"\x00"), e.Request...))
+	if e.hashRequest(); e.hasReq && e.Verb != "delete" {
+		h := e.reqHash
 		if h == o.lastReq {
 			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "repeated-write", EventID: e.ID, Key: o.Key,
 				Detail: "same request as the previous write by " + ClassifyWriter(e.Username, e.UserAgent).Name})
 		}
 		o.lastReq = h
 	}
-	if len(e.Object) > 0 && (o.Key.Resource == "pods" || o.Key.Resource == "nodes") {
+	if o.Key.Resource == "pods" || o.Key.Resource == "nodes" {
 		en.transitions(o, e)
 	}
 }
 
 func (en *Engine) transitions(o *Object, e *Event) {
-	var st struct {
-		Status struct {
-			Conditions []struct {
-				Type               string `json:"type"`
-				LastTransitionTime string `json:"lastTransitionTime"`
-			} `json:"conditions"`
-		} `json:"status"`
-	}
-	if json.Unmarshal(e.Object, &st) != nil {
+	e.DecodeObject()
+	if e.body == nil {
 		return
 	}
-	for _, c := range st.Status.Conditions {
+	for _, c := range e.body.Status.Conditions {
 		t, err := time.Parse(time.RFC3339, c.LastTransitionTime)
 		if err != nil {
 			continue

@@ -30,6 +30,31 @@ type Object struct {
 	lastSource string   // the log of the write that stored lastRV
 	lastReq    [20]byte // hash of the latest request body, to spot repeats
 	conds      map[string]int64
+
+	// revs numbers the object's writes (revisions and attempts) as they
+	// come; byTime is set once one resourceVersion does not parse; maxRV
+	// and maxTime are the greatest ordering keys so far (see number).
+	revs    int
+	byTime  bool
+	maxRV   ordKey
+	maxTime ordKey
+	// unordered: the writes' places may differ from their arrival order
+	// (one came out of time order, or the object was reordered).
+	unordered bool
+}
+
+// ordKey orders an object's writes: by resourceVersion (rv), then stage
+// time, then event ID; with rv left 0 when ordering by time.
+type ordKey struct{ RV, NS, ID int64 }
+
+func (a ordKey) less(b ordKey) bool {
+	if a.RV != b.RV {
+		return a.RV < b.RV
+	}
+	if a.NS != b.NS {
+		return a.NS < b.NS
+	}
+	return a.ID < b.ID
 }
 
 // Ref is a write as later writes see it: its CPID and the change it belongs to.
@@ -84,7 +109,7 @@ type Write struct {
 	CPID            string
 	// CPIDOrigin: "root" (a user's change), "annotation" (the object carried
 	// it), "inferred" (derived from the causes), "background" (a
-	// controller write nothing explains).
+	// controller write nothing explains: it has no CPID).
 	CPIDOrigin   string
 	CauseEventID int64
 	Rule         string
@@ -92,6 +117,12 @@ type Write struct {
 	// HopNS is the hop latency: from the cause becoming visible to this
 	// write completing.
 	HopNS int64
+	// Seq is the write's place among its object's writes (1-based) and
+	// OrderBy what it was ordered by, "resourceVersion" or "time". When a
+	// write arrives out of that order, its object is listed in
+	// Output.Reorder and the store renumbers the object's writes.
+	Seq     int
+	OrderBy string
 }
 
 // Change is a root change: a user's write and everything it caused.
@@ -117,11 +148,31 @@ type Engine struct {
 	// recorded says, per CPID, which origins already have a mergelog for it.
 	recorded map[string]uint8
 
+	// Output accumulates what Process emits until Drain takes it.
+	Output
+}
+
+// Output is what the engine emitted since the last Drain.
+type Output struct {
 	Writes    []Write
 	Mergelogs []Emitted
 	Changes   []Change
 	Anomalies []Anomaly
 	Spans     []Span
+	// Reorder lists the objects a write reached out of order: their
+	// writes must be renumbered from all of them (OrderRevisions).
+	Reorder map[ObjectKey]bool
+	// Relabel lists the objects turned to time order whose earlier writes
+	// keep their places: their order_by becomes "time".
+	Relabel map[ObjectKey]bool
+}
+
+// Drain returns what the engine emitted since the last Drain and starts
+// afresh, so that a long run can be stored while it goes on.
+func (en *Engine) Drain() Output {
+	out := en.Output
+	en.Output = Output{Writes: make([]Write, 0, cap(out.Writes))}
+	return out
 }
 
 // NewEngine returns an engine with an empty state and graph.
@@ -193,6 +244,7 @@ func (en *Engine) Process(e *Event) {
 		en.objects[key] = o
 	}
 	w := Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
+	en.number(o, e, &w)
 	if !w.Attempt {
 		en.learn(o, e)
 	}
@@ -313,20 +365,22 @@ func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
 		}
 		return
 	}
+	// As Algorithm 1 (and instrument.Tracer.Merge): causes without a CPID
+	// are ignored, and when none has one the write gets none either: a
+	// controller's write that nothing explains starts no change.
 	set := make([]string, 0, len(causes)+1)
 	if e.CPID != "" {
 		set = append(set, e.CPID)
 	}
 	for _, c := range causes {
-		set = append(set, c.ref.CPID)
+		if c.ref.CPID != "" {
+			set = append(set, c.ref.CPID)
+		}
 	}
 	maximal := en.Graph.Maximal(set)
 	switch {
 	case len(maximal) == 0:
-		w.CPID, w.CPIDOrigin = inferredCPID(e), "background"
-		if !w.Attempt {
-			en.emit(e, Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
-		}
+		w.CPIDOrigin = "background"
 	case len(maximal) == 1:
 		w.CPID, w.CPIDOrigin = maximal[0], "inferred"
 		if e.CPID == maximal[0] {
@@ -361,8 +415,62 @@ func (en *Engine) learn(o *Object, e *Event) {
 	if e.OwnerRefs != nil {
 		o.OwnerRefs = e.OwnerRefs
 	}
-	readBody(o, e.Object)
+	readBody(o, e)
 	en.anomalies(o, e)
+}
+
+// number gives w its place among the writes of o. Writes come in receive
+// order, which is nearly always the order of their resourceVersions and of
+// their completion, so a write's place is usually after all earlier ones.
+// When it is not (a slow request overtaken by a later one), the object is
+// listed in Reorder and the store renumbers all its writes. The first
+// resourceVersion that does not parse turns the object to time order: the
+// earlier writes keep their places if they came in time order too (listed
+// in Relabel: only their order_by changes), else the object is reordered.
+func (en *Engine) number(o *Object, e *Event, w *Write) {
+	rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64)
+	kt := ordKey{NS: e.StageNS, ID: e.ID}
+	kr := ordKey{RV: rv, NS: e.StageNS, ID: e.ID}
+	first := o.revs == 0
+	inTime := first || o.maxTime.less(kt)
+	reorder, relabel := false, false
+	switch {
+	case err != nil && !o.byTime:
+		o.byTime = true
+		reorder = !first && (o.unordered || !inTime)
+		relabel = !first && !reorder
+	case o.byTime:
+		reorder = !inTime
+	default:
+		reorder = !first && !o.maxRV.less(kr)
+	}
+	if !inTime || reorder {
+		// The numbering may differ from the arrival order from now on.
+		o.unordered = true
+	}
+	if inTime {
+		o.maxTime = kt
+	}
+	if err == nil && (first || o.maxRV.less(kr)) {
+		o.maxRV = kr
+	}
+	o.revs++
+	w.Seq, w.OrderBy = o.revs, "resourceVersion"
+	if o.byTime {
+		w.OrderBy = "time"
+	}
+	switch {
+	case reorder:
+		if en.Reorder == nil {
+			en.Reorder = map[ObjectKey]bool{}
+		}
+		en.Reorder[o.Key] = true
+	case relabel:
+		if en.Relabel == nil {
+			en.Relabel = map[ObjectKey]bool{}
+		}
+		en.Relabel[o.Key] = true
+	}
 }
 
 // OrderRevisions orders the n writes of one object: by resourceVersion (the

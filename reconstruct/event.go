@@ -40,6 +40,12 @@ type Event struct {
 	// Source names the log the event came from (its rotation family), so
 	// that events of two apiservers can be told apart.
 	Source string
+
+	decoded bool
+	body    *body // the fields of Object the engine reads (DecodeObject)
+	hashed  bool
+	hasReq  bool
+	reqHash [20]byte // of Request (hashRequest)
 }
 
 // OwnerRef is one metadata.ownerReferences entry.

@@ -1,6 +1,7 @@
 package reconstruct
 
 import (
+	"crypto/sha1"
 	"encoding/json"
 )
 
@@ -81,7 +82,8 @@ var Rules = []Rule{
 	},
 }
 
-// body holds the few fields of an object body the rules read.
+// body holds the few fields of an object body the rules and the anomaly
+// checks read.
 type body struct {
 	Metadata struct {
 		Labels map[string]string `json:"labels"`
@@ -89,6 +91,13 @@ type body struct {
 	Spec struct {
 		NodeName string `json:"nodeName"`
 	} `json:"spec"`
+	// Pods and Nodes
+	Status struct {
+		Conditions []struct {
+			Type               string `json:"type"`
+			LastTransitionTime string `json:"lastTransitionTime"`
+		} `json:"conditions"`
+	} `json:"status"`
 	// EndpointSlice
 	Endpoints []struct {
 		TargetRef *targetRef `json:"targetRef"`
@@ -106,18 +115,63 @@ type targetRef struct {
 	Name      string `json:"name"`
 }
 
-// readBody updates what o knows of its object from a write's body. Only the
-// kinds whose rules need the body are decoded.
-func readBody(o *Object, obj json.RawMessage) {
-	r := o.Key.Resource
-	if len(obj) == 0 || (r != "endpointslices" && r != "endpoints" && r != "pods") {
+// readsBody lists the kinds whose object bodies the engine reads.
+var readsBody = map[string]bool{"pods": true, "nodes": true, "endpointslices": true, "endpoints": true}
+
+// Digest decodes the fields of e.Object the engine reads and hashes
+// e.Request, then drops both bodies: a reader may call it ahead of Process,
+// in another goroutine, to share the work and keep less memory; Process
+// does the same work otherwise. The bodies may then be reused.
+func (e *Event) Digest() {
+	e.DecodeObject()
+	e.hashRequest()
+	e.Object, e.Request = nil, nil
+}
+
+// hashRequest hashes the request body with the writer and subresource, to
+// spot a writer sending the same request twice (repeated-write).
+func (e *Event) hashRequest() {
+	if e.hashed {
+		return
+	}
+	e.hashed = true
+	if len(e.Request) > 0 {
+		h := sha1.New()
+		h.Write([]byte(e.Username))
+		h.Write([]byte{0})
+		h.Write([]byte(e.Subresource))
+		h.Write([]byte{0})
+		h.Write(e.Request)
+		h.Sum(e.reqHash[:0])
+		e.hasReq = true
+	}
+}
+
+// DecodeObject decodes the fields of e.Object the engine reads, once. An
+// Object that does not decode is dropped.
+func (e *Event) DecodeObject() {
+	if e.decoded {
+		return
+	}
+	e.decoded = true
+	if len(e.Object) == 0 || !readsBody[e.Resource] {
 		return
 	}
 	var b body
-	if json.Unmarshal(obj, &b) != nil {
+	if json.Unmarshal(e.Object, &b) != nil {
 		return
 	}
-	switch r {
+	e.body = &b
+}
+
+// readBody updates what o knows of its object from a write's body.
+func readBody(o *Object, e *Event) {
+	e.DecodeObject()
+	b := e.body
+	if b == nil {
+		return
+	}
+	switch o.Key.Resource {
 	case "pods":
 		if b.Spec.NodeName != "" {
 			o.NodeName = b.Spec.NodeName

@@ -8,7 +8,7 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 1
+const stateVersion = 2
 
 type savedObject struct {
 	Key         ObjectKey
@@ -23,6 +23,11 @@ type savedObject struct {
 	LastSource  string           `json:",omitempty"`
 	LastReq     [20]byte         `json:",omitempty"`
 	Conds       map[string]int64 `json:",omitempty"`
+	Revs        int              `json:",omitempty"`
+	ByTime      bool             `json:",omitempty"`
+	MaxRV       ordKey
+	MaxTime     ordKey
+	Unordered   bool `json:",omitempty"`
 }
 
 type savedState struct {
@@ -38,7 +43,8 @@ func (en *Engine) MarshalState() ([]byte, error) {
 	for _, o := range en.objects {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
-			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds})
+			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
+			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
 	sort.Slice(s.Objects, func(i, j int) bool { return s.Objects[i].Key.String() < s.Objects[j].Key.String() })
@@ -57,7 +63,7 @@ func (en *Engine) RestoreState(b []byte) error {
 	for _, so := range s.Objects {
 		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
 			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV, lastSource: so.LastSource,
-			lastReq: so.LastReq, conds: so.Conds}
+			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered}
 		en.objects[o.Key] = o
 		if o.UID != "" {
 			en.byUID[o.UID] = o.Key

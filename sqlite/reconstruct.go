@@ -5,8 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
@@ -53,22 +56,24 @@ func (s *Store) ReconstructWatermark(ctx context.Context) (Watermark, error) {
 	return w, rows.Err()
 }
 
-// Late counts the writes ingested since the watermark that were received
-// before its cutoff: they would change what is final, so the run must
-// rebuild.
+// Late counts what was ingested since the watermark and belongs before its
+// cutoff: writes received before it, and mergelog records of instrumented
+// controllers logged before it (an audit log ingested before the controller
+// logs that explain it). Either would change what is final, so the run
+// must rebuild.
 func (s *Store) Late(ctx context.Context, w Watermark) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE id > ? AND received_ns <= ?
-		AND stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`,
-		w.EventID, w.CutoffNS).Scan(&n)
+	err := s.r.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms+`) +
+		(SELECT count(*) FROM log_records WHERE id > ?3 AND ts_ns <= ?2 AND msg = ?4)`,
+		w.EventID, w.CutoffNS, w.LogID, reconstruct.MsgMergelog).Scan(&n)
 	return n, err
 }
 
 // LatestWrite returns the latest receive time of a write with id <= upToID.
 func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
 	var ns int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ?
-		AND stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`,
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ? AND `+writeTerms,
 		upToID).Scan(&ns)
 	return ns, err
 }
@@ -79,39 +84,64 @@ func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
 	return
 }
 
-// ScanWrites calls fn for every write event (final stage of create, update,
-// patch, delete, deletecollection) received after afterNS, with id <= upToID,
-// in the order the apiserver received them, then id: a write can only have
-// been caused by writes received before it.
+// writeTerms select the writes among audit events: the final stage of a
+// create, update, patch, delete or deletecollection. They repeat the WHERE
+// of the partial index audit_events_writes word for word (migration 0004).
+const writeTerms = `stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`
+
+// ignoredTerms leave out the writes the engine ignores (reconstruct.Ignored).
+func ignoredTerms() string {
+	var res, sub []string
+	for k := range reconstruct.Ignored {
+		if r, sr, ok := strings.Cut(k, "/"); ok {
+			sub = append(sub, fmt.Sprintf(" AND NOT (e.resource = '%s' AND e.subresource = '%s')", r, sr))
+		} else {
+			res = append(res, "'"+k+"'")
+		}
+	}
+	sort.Strings(res)
+	sort.Strings(sub)
+	return "e.resource NOT IN (" + strings.Join(res, ", ") + ")" + strings.Join(sub, "")
+}
+
+// ScanWrites calls fn for every write event the engine does not ignore
+// received after afterNS, with id <= upToID, in the order the apiserver
+// received them, then id: a write can only have been caused by writes
+// received before it. fn may keep the events it is given.
 func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*reconstruct.Event) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.api_version, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
 		CASE WHEN e.resource IN ('pods', 'nodes', 'endpointslices', 'endpoints') THEN b.response_object END, b.request_object,
-		f.path
-		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id JOIN files f ON f.id = e.file_id
-		WHERE e.received_ns > ? AND e.id <= ? AND e.stage IN ('ResponseComplete', 'Panic')
-		  AND e.verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')
+		e.file_id
+		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
+		WHERE e.received_ns > ? AND e.id <= ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
+		  AND `+ignoredTerms()+`
 		ORDER BY e.received_ns, e.id`, afterNS, upToID)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var e reconstruct.Event
-	families := map[string]string{}
+	families, err := s.fileFamilies(ctx)
+	if err != nil {
+		return err
+	}
+	var slab []reconstruct.Event
+	var resp, req sql.RawBytes
 	for rows.Next() {
-		var anc, owners, resp, req sql.NullString
-		var path string
-		e = reconstruct.Event{}
+		var anc, owners sql.NullString
+		var fileID int64
+		if len(slab) == 0 {
+			slab = make([]reconstruct.Event, 256)
+		}
+		e := &slab[0]
+		slab = slab[1:]
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &path); err != nil {
+			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &fileID); err != nil {
 			return err
 		}
-		if e.Source = families[path]; e.Source == "" {
-			e.Source = ingest.Family(path)
-			families[path] = e.Source
-		}
+		e.Source = families[fileID]
 		if anc.Valid {
 			json.Unmarshal([]byte(anc.String), &e.Ancestors)
 		}
@@ -121,27 +151,53 @@ func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*
 		// Only the kinds whose rules and anomaly checks read the object
 		// after the write have it fetched (reconstruct's readBody and
 		// transitions): a Deployment's or a ReplicaSet's body is not read.
-		if resp.Valid && isObjectBody(e.Subresource, resp.String) {
-			e.Object = json.RawMessage(resp.String)
+		if isObjectBodyBytes(e.Subresource, resp) {
+			e.Object = bytes.Clone(resp)
 		}
-		if req.Valid {
-			e.Request = json.RawMessage(req.String)
+		if len(req) > 0 {
+			e.Request = bytes.Clone(req)
 		}
-		if err := fn(&e); err != nil {
+		if err := fn(e); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
 }
 
+// fileFamilies maps files.id to the rotation family of the file (ingest.Family).
+func (s *Store) fileFamilies(ctx context.Context) (map[int64]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, path FROM files`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var path string
+		if err := rows.Scan(&id, &path); err != nil {
+			return nil, err
+		}
+		out[id] = ingest.Family(path)
+	}
+	return out, rows.Err()
+}
+
 // isObjectBody reports whether a response body is the written object, not a
 // Status (bindings, most deletes) or another kind (a Scale).
 func isObjectBody(sub, body string) bool {
-	if sub != "" && sub != "status" {
+	if body == "" || (sub != "" && sub != "status") {
 		return false
 	}
-	b := []byte(body)
-	return !bytes.HasPrefix(b, []byte(`{"kind":"Status"`)) && !bytes.HasPrefix(b, []byte(`{"kind":"Scale"`))
+	return !strings.HasPrefix(body, `{"kind":"Status"`) && !strings.HasPrefix(body, `{"kind":"Scale"`)
+}
+
+// isObjectBodyBytes is isObjectBody for a body read as bytes.
+func isObjectBodyBytes(sub string, body []byte) bool {
+	if len(body) == 0 || (sub != "" && sub != "status") {
+		return false
+	}
+	return !bytes.HasPrefix(body, []byte(`{"kind":"Status"`)) && !bytes.HasPrefix(body, []byte(`{"kind":"Scale"`))
 }
 
 // ScanCPIDRecords calls fn for the mergelog and span records (messages
@@ -211,139 +267,323 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(recon
 	return nil
 }
 
-// ResetReconstruction deletes everything reconstruct derived, for a full rebuild.
-func (s *Store) ResetReconstruction(ctx context.Context) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		for _, t := range []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
-				return err
-			}
+// resetReconstruction deletes everything reconstruct derived, for a full rebuild.
+func resetReconstruction(ctx context.Context, tx *sql.Tx) error {
+	for _, t := range derivedTables {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
-// SaveReconstruction stores one run of the engine and the new watermark (its
-// EngineData the state at w.CutoffNS) in one transaction: it first deletes
-// what the previous run derived provisionally from writes received after
-// redoFromNS (the previous cutoff; pass -1 after ResetReconstruction), then
-// stores the run's output, and brings the summaries of the changes and the
-// order of the objects it touched up to date.
-func (s *Store) SaveReconstruction(ctx context.Context, en *reconstruct.Engine, w Watermark, redoFromNS int64) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		if redoFromNS >= 0 {
-			if err := deleteProvisional(ctx, tx, redoFromNS); err != nil {
-				return err
-			}
+// saver stores a run of the engine while it goes on (Output by Output):
+// in one transaction, or with txRows > 0 in transactions of about txRows
+// rows, so that another writer (the tailer) waits for one of them, not for
+// the whole run. The first transaction first clears what the run replaces:
+// everything derived for a full rebuild, what the previous run derived
+// provisionally otherwise. The last one (finish) brings the summaries of
+// the changes and the numbering of reordered objects up to date and moves
+// the watermark: until it commits, a crash leaves the old watermark, and
+// the next run clears and redoes what this one stored.
+type saver struct {
+	st     *Store
+	txRows int
+	reset  bool  // full rebuild: clear every derived table first
+	redoNS int64 // otherwise: clear what was derived from writes received after it
+
+	conn    *sql.Conn
+	tx      *sql.Tx
+	stmts   [5]*sql.Stmt // revision, mergelog, mergelog source, anomaly, span
+	rows    int          // rows written in the open transaction
+	steps   int          // transactions committed
+	cleared bool
+
+	// A full rebuild in one transaction (bulk) loads the tables without
+	// their indexes (a third of the time, not a whole one) and creates them
+	// again in finish: indexes holds their SQL, seen does the uniqueness of
+	// mergelogs meanwhile.
+	bulk    bool
+	indexes []string
+	seen    map[string]bool
+
+	changes map[string]bool
+	reorder map[reconstruct.ObjectKey]bool
+	relabel map[reconstruct.ObjectKey]bool
+}
+
+var saverSQL = [...]string{
+	`INSERT OR REPLACE INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
+		stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	`INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id) VALUES (?, ?, ?, ?, ?)`,
+	`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`,
+	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+}
+
+// newSaver returns a saver for a full rebuild (reset) or for a run that
+// redoes what was derived from writes received after redoNS. A full
+// rebuild in one transaction (txRows 0) loads without indexes; in steps,
+// the indexes stay (a step must leave a usable database), and a crash
+// before the end leaves no watermark: the next run rebuilds again.
+func newSaver(st *Store, reset bool, redoNS int64, txRows int) *saver {
+	sv := &saver{st: st, reset: reset, redoNS: redoNS, txRows: txRows,
+		changes: map[string]bool{}, reorder: map[reconstruct.ObjectKey]bool{}, relabel: map[reconstruct.ObjectKey]bool{}}
+	if reset && txRows == 0 {
+		sv.bulk, sv.seen = true, map[string]bool{}
+	}
+	return sv
+}
+
+// derivedTables are the tables reconstruct fills.
+var derivedTables = []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state"}
+
+// dropIndexes drops the indexes of the derived tables that have SQL (not
+// those of PRIMARY KEY and inline UNIQUE constraints) and returns it.
+func dropIndexes(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	q := `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ('` +
+		strings.Join(derivedTables, "', '") + `') ORDER BY name`
+	rows, err := tx.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var names, sqls []string
+	for rows.Next() {
+		var n, s string
+		if err := rows.Scan(&n, &s); err != nil {
+			rows.Close()
+			return nil, err
 		}
-		rev, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO revisions(event_id, api_group, resource, namespace,
-			name, seq, order_by, attempt, stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id,
-			cause_rule, change_id, hop_ns)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		names, sqls = append(names, n), append(sqls, s)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if _, err := tx.ExecContext(ctx, `DROP INDEX "`+n+`"`); err != nil {
+			return nil, err
+		}
+	}
+	return sqls, nil
+}
+
+// begin opens a transaction if none is open. It lives until commit or
+// abort whatever becomes of ctx (the context of one stage of the run):
+// database/sql would roll it back when a context it began with ends.
+func (sv *saver) begin(ctx context.Context) error {
+	if sv.tx != nil {
+		return nil
+	}
+	// The writer connection, with foreign keys off while it is ours:
+	// every row refers to events and records just read, and checking that
+	// they exist costs a read of the large audit_events table per row.
+	bg := context.WithoutCancel(ctx)
+	conn, err := sv.st.w.Conn(bg)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(bg, `PRAGMA foreign_keys = OFF`); err != nil {
+		conn.Close()
+		return err
+	}
+	tx, err := conn.BeginTx(bg, nil)
+	if err != nil {
+		conn.ExecContext(bg, `PRAGMA foreign_keys = ON`)
+		conn.Close()
+		return err
+	}
+	sv.conn, sv.tx, sv.rows = conn, tx, 0
+	if !sv.cleared {
+		if sv.reset {
+			if err = resetReconstruction(ctx, tx); err == nil && sv.bulk {
+				sv.indexes, err = dropIndexes(ctx, tx)
+			}
+		} else {
+			err = deleteProvisional(ctx, tx, sv.redoNS)
+		}
 		if err != nil {
+			sv.abort()
 			return err
 		}
-		defer rev.Close()
-		changes := map[string]bool{}
-		objects := map[reconstruct.ObjectKey]bool{}
-		// After a reset the run's writes are all there is: number them now.
-		// Otherwise orderRevisions renumbers the objects from the table.
-		var order map[int64]seqOf
-		if redoFromNS < 0 {
-			order = orderWrites(en.Writes)
+		sv.cleared = true
+	}
+	for i, q := range saverSQL {
+		if i == 0 && sv.bulk {
+			// Every write once, in an empty table.
+			q = strings.Replace(q, "INSERT OR REPLACE", "INSERT", 1)
 		}
-		for _, x := range en.Writes {
-			o := order[x.EventID]
-			if o.by == "" {
-				o.by = "time"
-			}
-			if _, err := rev.ExecContext(ctx, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
-				o.seq, o.by, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
-				nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(x)); err != nil {
-				return fmt.Errorf("save revision of event %d: %w", x.EventID, err)
-			}
-			if x.ChangeID != "" {
-				changes[x.ChangeID] = true
-			}
-			objects[x.Key] = true
-		}
-		ml, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
+		if sv.stmts[i], err = tx.PrepareContext(ctx, q); err != nil {
+			sv.abort()
 			return err
 		}
-		defer ml.Close()
-		src, err := tx.PrepareContext(ctx, `INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`)
-		if err != nil {
-			return err
+	}
+	return nil
+}
+
+func (sv *saver) closeStmts() {
+	for i, st := range sv.stmts {
+		if st != nil {
+			st.Close()
+			sv.stmts[i] = nil
 		}
-		defer src.Close()
-		for _, m := range en.Mergelogs {
-			r, err := ml.ExecContext(ctx, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID))
-			if err != nil {
-				return err
-			}
-			if n, _ := r.RowsAffected(); n == 0 {
+	}
+}
+
+// commit commits the open transaction.
+func (sv *saver) commit() error {
+	if sv.tx == nil {
+		return nil
+	}
+	sv.closeStmts()
+	err := sv.tx.Commit()
+	sv.tx = nil
+	return errors.Join(err, sv.release())
+}
+
+// release gives the writer connection back, foreign keys on.
+func (sv *saver) release() error {
+	_, err := sv.conn.ExecContext(context.Background(), `PRAGMA foreign_keys = ON`)
+	err = errors.Join(err, sv.conn.Close())
+	sv.conn = nil
+	return err
+}
+
+// abort rolls back the open transaction, if any.
+func (sv *saver) abort() {
+	if sv.tx != nil {
+		sv.closeStmts()
+		sv.tx.Rollback()
+		sv.tx = nil
+		sv.release()
+	}
+}
+
+// exec runs statement i in the open transaction. The context is not
+// passed on: the driver watches a cancelable one with a goroutine per
+// statement, which costs more than the insert; save checks it per Output.
+func (sv *saver) exec(i int, args ...any) (sql.Result, error) {
+	sv.rows++
+	return sv.stmts[i].ExecContext(context.Background(), args...)
+}
+
+// save stores one Output of the engine.
+func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := sv.begin(ctx); err != nil {
+		return err
+	}
+	if testHookSave != nil {
+		testHookSave()
+	}
+	for _, x := range out.Writes {
+		if _, err := sv.exec(0, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
+			x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
+			nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(x)); err != nil {
+			return fmt.Errorf("save revision of event %d: %w", x.EventID, err)
+		}
+		if x.ChangeID != "" {
+			sv.changes[x.ChangeID] = true
+		}
+	}
+	for k := range out.Reorder {
+		sv.reorder[k] = true
+	}
+	for k := range out.Relabel {
+		sv.relabel[k] = true
+	}
+	for _, m := range out.Mergelogs {
+		if sv.seen != nil {
+			k := m.CPID + "\x00" + string(m.Origin)
+			if sv.seen[k] {
 				continue
 			}
-			id, _ := r.LastInsertId()
-			for i, sc := range m.Sources {
-				if _, err := src.ExecContext(ctx, id, i, sc); err != nil {
-					return err
-				}
+			sv.seen[k] = true
+		}
+		r, err := sv.exec(1, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID))
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			continue
+		}
+		id, _ := r.LastInsertId()
+		for i, sc := range m.Sources {
+			if _, err := sv.exec(2, id, i, sc); err != nil {
+				return err
 			}
 		}
-		ch, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user,
+	}
+	for _, c := range out.Changes {
+		if _, err := sv.tx.ExecContext(context.Background(), `INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user,
 			verb, api_group, resource, subresource, namespace, name, writes, objects)
 			SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0
-			FROM audit_events WHERE id = ?`)
-		if err != nil {
+			FROM audit_events WHERE id = ?`, c.ID, c.StartNS, c.EventID); err != nil {
 			return err
 		}
-		defer ch.Close()
-		for _, c := range en.Changes {
-			if _, err := ch.ExecContext(ctx, c.ID, c.StartNS, c.EventID); err != nil {
-				return err
-			}
-			changes[c.ID] = true
-		}
-		an, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
+		sv.rows++
+		sv.changes[c.ID] = true
+	}
+	for _, a := range out.Anomalies {
+		if _, err := sv.exec(3, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail); err != nil {
 			return err
 		}
-		defer an.Close()
-		for _, a := range en.Anomalies {
-			if _, err := an.ExecContext(ctx, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail); err != nil {
-				return err
-			}
-		}
-		sp, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name,
-			start_ns, end_ns, attrs, log_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
+	}
+	for _, x := range out.Spans {
+		if _, err := sv.exec(4, x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS,
+			rawJSON(x.Attrs), x.LogID); err != nil {
 			return err
 		}
-		defer sp.Close()
-		for _, x := range en.Spans {
-			if _, err := sp.ExecContext(ctx, x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS,
-				rawJSON(x.Attrs), x.LogID); err != nil {
-				return err
-			}
-		}
-		if err := summarizeChanges(ctx, tx, changes); err != nil {
+	}
+	if sv.txRows > 0 && sv.rows >= sv.txRows {
+		if err := sv.commit(); err != nil {
 			return err
 		}
-		if redoFromNS >= 0 {
-			if err := orderRevisions(ctx, tx, objects); err != nil {
-				return err
-			}
+		sv.steps++
+		if testHookStep != nil {
+			return testHookStep(sv.steps)
 		}
-		for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(key, value) VALUES (?, ?)`, k, v); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// testHookStep, set by tests, is called after each step a saver commits;
+// an error it returns ends the run there, as a crash would.
+var testHookStep func(step int) error
+
+// testHookSave, set by tests, is called as each Output is saved.
+var testHookSave func()
+
+// finish creates the indexes a full rebuild dropped, renumbers the
+// reordered objects, summarizes the changes the run
+// touched, moves the watermark and commits.
+func (sv *saver) finish(ctx context.Context, w Watermark) error {
+	if err := sv.begin(ctx); err != nil {
+		return err
+	}
+	for _, q := range sv.indexes {
+		if _, err := sv.tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create index again: %w", err)
 		}
-		return nil
-	})
+	}
+	if err := orderRevisions(ctx, sv.tx, sv.reorder); err != nil {
+		return err
+	}
+	if err := relabelRevisions(ctx, sv.tx, sv.relabel, sv.reorder); err != nil {
+		return err
+	}
+	if err := summarizeChanges(ctx, sv.tx, sv.changes); err != nil {
+		return err
+	}
+	for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {
+		if _, err := sv.tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(key, value) VALUES (?, ?)`, k, v); err != nil {
+			return err
+		}
+	}
+	return sv.commit()
 }
 
 // deleteProvisional deletes what was derived from writes received after ns.
@@ -400,28 +640,24 @@ func summarizeChanges(ctx context.Context, tx *sql.Tx, ids map[string]bool) erro
 	return nil
 }
 
-type seqOf struct {
-	seq int
-	by  string
-}
-
-// orderWrites numbers the writes of each object (see orderRevisions).
-func orderWrites(writes []reconstruct.Write) map[int64]seqOf {
-	byObject := map[reconstruct.ObjectKey][]int{}
-	for i, w := range writes {
-		byObject[w.Key] = append(byObject[w.Key], i)
+// relabelRevisions marks the revisions of the given objects (except those
+// reordered, which orderRevisions did) as ordered by time.
+func relabelRevisions(ctx context.Context, tx *sql.Tx, objects, skip map[reconstruct.ObjectKey]bool) error {
+	up, err := tx.PrepareContext(ctx, `UPDATE revisions SET order_by = 'time'
+		WHERE resource = ? AND namespace = ? AND name = ? AND api_group = ? AND order_by != 'time'`)
+	if err != nil {
+		return err
 	}
-	out := make(map[int64]seqOf, len(writes))
-	for _, is := range byObject {
-		ids, by := reconstruct.OrderRevisions(len(is), func(i int) (int64, string, int64) {
-			w := writes[is[i]]
-			return w.EventID, w.ResourceVersion, w.StageNS
-		})
-		for i, id := range ids {
-			out[id] = seqOf{i + 1, by}
+	defer up.Close()
+	for k := range objects {
+		if skip[k] {
+			continue
+		}
+		if _, err := up.ExecContext(ctx, k.Resource, k.Namespace, k.Name, k.Group); err != nil {
+			return err
 		}
 	}
-	return out
+	return nil
 }
 
 // orderRevisions numbers the revisions of each given object, reading them

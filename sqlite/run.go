@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -55,8 +57,31 @@ func (r Report) String() string {
 const settleLag = 5 * time.Second
 
 // Reconstruct brings the derived tables up to date with what was
-// ingested: incrementally when it can, from scratch when it must.
+// ingested: incrementally when it can, from scratch when it must. It stores
+// the run in one transaction: a reader sees all of it or none of it.
 func (st *Store) Reconstruct(ctx context.Context, full bool) (Report, error) {
+	return st.reconstruct(ctx, full, 0)
+}
+
+// ReconstructInSteps is Reconstruct storing its output in transactions of
+// about txRows rows, for a live database: another writer (cpid-tui tail)
+// then waits for one step, not for the whole run, full rebuilds included,
+// and a reader may see a run partly stored until it ends (changes are
+// summarized last).
+func (st *Store) ReconstructInSteps(ctx context.Context, txRows int) (Report, error) {
+	return st.reconstruct(ctx, false, max(txRows, 1))
+}
+
+// LiveStepRows is the size of a step of ReconstructInSteps for a live
+// database: about 2,000 rows, 10 to 20 ms of the writer's time, the
+// longest a tailer's commit waits for a reconstruction.
+const LiveStepRows = 2000
+
+// drainEvery is how many writes the engine processes before its output
+// goes to the saver.
+const drainEvery = 2048
+
+func (st *Store) reconstruct(ctx context.Context, full bool, txRows int) (Report, error) {
 	start := time.Now()
 	res := Report{full: full, mergelogs: map[reconstruct.Origin]int{}}
 	w, err := st.ReconstructWatermark(ctx)
@@ -68,7 +93,6 @@ func (st *Store) Reconstruct(ctx context.Context, full bool) (Report, error) {
 		return res, err
 	}
 	en := reconstruct.NewEngine()
-	redo := w.CutoffNS
 	if !full {
 		switch late, err := st.Late(ctx, w); {
 		case err != nil:
@@ -76,7 +100,7 @@ func (st *Store) Reconstruct(ctx context.Context, full bool) (Report, error) {
 		case !w.HasState:
 			full, res.why = true, "first run"
 		case late > 0:
-			full, res.why = true, fmt.Sprintf("%d new writes are older than the last run's cutoff", late)
+			full, res.why = true, fmt.Sprintf("%d new writes or mergelog records are older than the last run's cutoff", late)
 		case lastEvent == w.EventID && lastLog == w.LogID:
 			return res, nil
 		default:
@@ -90,13 +114,20 @@ func (st *Store) Reconstruct(ctx context.Context, full bool) (Report, error) {
 	}
 	res.full = full
 	if full {
-		if err := st.ResetReconstruction(ctx); err != nil {
-			return res, err
-		}
-		w, redo = Watermark{}, -1
+		w = Watermark{}
 	}
-	// The new cutoff trails the newest write by settleLag; the engine's
-	// state is saved as it stands there.
+	sv := newSaver(st, full, w.CutoffNS, txRows)
+	defer sv.abort()
+	count := func(out reconstruct.Output) reconstruct.Output {
+		res.writes += len(out.Writes)
+		res.changes += len(out.Changes)
+		for _, m := range out.Mergelogs {
+			res.mergelogs[m.Origin]++
+		}
+		res.anomalies += len(out.Anomalies)
+		res.spans += len(out.Spans)
+		return out
+	}
 	// Mergelogs and spans from instrumented controllers' logs are exact and
 	// final: they go into the graph before any write is explained.
 	err = st.ScanCPIDRecords(ctx, w.LogID, lastLog, func(id, ts int64, msg string, fields []byte) error {
@@ -127,37 +158,116 @@ func (st *Store) Reconstruct(ctx context.Context, full bool) (Report, error) {
 	if err != nil {
 		return res, err
 	}
+	// The new cutoff trails the newest write by settleLag; the engine's
+	// state is saved as it stands there.
 	cutoff := max(w.CutoffNS, latest-int64(settleLag))
+
+	// Stages, so that both cores work: the scan of the writes, the
+	// decoding of the bodies the rules read, the engine, and the saver,
+	// each in its own goroutine, handing batches on.
+	g, gctx := errgroup.WithContext(ctx)
+	batches := make(chan []*reconstruct.Event, 4)
+	g.Go(func() error {
+		defer close(batches)
+		var b []*reconstruct.Event
+		send := func() error {
+			select {
+			case batches <- b:
+				b = nil
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		err := st.ScanWrites(gctx, w.CutoffNS, lastEvent, func(ev *reconstruct.Event) error {
+			if b == nil {
+				b = make([]*reconstruct.Event, 0, 256)
+			}
+			if b = append(b, ev); len(b) == cap(b) {
+				return send()
+			}
+			return nil
+		})
+		if err == nil && len(b) > 0 {
+			err = send()
+		}
+		return err
+	})
+	// Digesting the bodies (Event.Digest) is a stage of its own.
+	digested := make(chan []*reconstruct.Event, 4)
+	g.Go(func() error {
+		defer close(digested)
+		for b := range batches {
+			for _, ev := range b {
+				ev.Digest()
+			}
+			select {
+			case digested <- b:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	outs := make(chan reconstruct.Output, 2)
+	g.Go(func() error {
+		for out := range outs {
+			if err := sv.save(gctx, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	var snapshot []byte
-	err = st.ScanWrites(ctx, w.CutoffNS, lastEvent, func(ev *reconstruct.Event) error {
-		if snapshot == nil && ev.ReceivedNS > cutoff {
+	every := drainEvery
+	if txRows > 0 {
+		every = min(every, txRows)
+	}
+	g.Go(func() error {
+		defer close(outs)
+		pending := 0
+		for b := range digested {
+			for _, ev := range b {
+				if snapshot == nil && ev.ReceivedNS > cutoff {
+					var err error
+					if snapshot, err = en.MarshalState(); err != nil {
+						return err
+					}
+				}
+				en.Process(ev)
+				if pending++; pending >= every {
+					pending = 0
+					select {
+					case outs <- count(en.Drain()):
+					case <-gctx.Done():
+						return gctx.Err()
+					}
+				}
+			}
+		}
+		if err := gctx.Err(); err != nil {
+			return err
+		}
+		if snapshot == nil {
 			var err error
 			if snapshot, err = en.MarshalState(); err != nil {
 				return err
 			}
 		}
-		en.Process(ev)
-		return ctx.Err()
-	})
-	if err != nil {
-		return res, err
-	}
-	if snapshot == nil {
-		if snapshot, err = en.MarshalState(); err != nil {
-			return res, err
+		select {
+		case outs <- count(en.Drain()):
+		case <-gctx.Done():
+			return gctx.Err()
 		}
-	}
-	err = st.SaveReconstruction(ctx, en, Watermark{CutoffNS: cutoff, EventID: lastEvent, LogID: lastLog, EngineData: snapshot}, redo)
-	if err != nil {
+		return nil
+	})
+	if err := g.Wait(); err != nil {
 		return res, err
 	}
-	res.writes = len(en.Writes)
-	res.changes = len(en.Changes)
-	for _, m := range en.Mergelogs {
-		res.mergelogs[m.Origin]++
+
+	if err := sv.finish(ctx, Watermark{CutoffNS: cutoff, EventID: lastEvent, LogID: lastLog, EngineData: snapshot}); err != nil {
+		return res, err
 	}
-	res.anomalies = len(en.Anomalies)
-	res.spans = len(en.Spans)
 	res.elapsed = time.Since(start)
 	return res, nil
 }

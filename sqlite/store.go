@@ -83,6 +83,8 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "threads(4)")
 	if readOnly {
 		q.Add("_pragma", "query_only(ON)")
 	} else {
@@ -178,14 +180,31 @@ func (s *Store) migrate(ctx context.Context) error {
 		if applied[m.version] {
 			continue
 		}
+		// Foreign keys off while a migration changes tables (they cannot
+		// change inside a transaction; s.w is one connection), checked
+		// before it commits: SQLite's procedure for altering a table.
+		if _, err := s.w.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return err
+		}
 		err := s.tx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			var table string
+			var rowid, parent, fkid any
+			switch err := tx.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid); {
+			case err == nil:
+				return fmt.Errorf("it breaks a foreign key: table %s row %v references %v", table, rowid, parent)
+			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES (?, ?, ?)`,
 				m.version, m.name, time.Now().UnixNano())
 			return err
 		})
+		if _, ferr := s.w.ExecContext(ctx, `PRAGMA foreign_keys = ON`); err == nil {
+			err = ferr
+		}
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
 		}

@@ -186,3 +186,57 @@ func dump(t *testing.T, s *Store) string {
 	}
 	return out.String()
 }
+
+// TestMergelogsMigrationKeepsRows: migration 0005 rebuilds the mergelogs
+// table of a database reconstructed before it (schema version 4) with the
+// same rows and ids, the sources still pointing at them, and (cpid, origin)
+// still unique.
+func TestMergelogsMigrationKeepsRows(t *testing.T) {
+	ctx := context.Background()
+	s := ingestFixture(t)
+	before := derivedDump(t, s)
+	var ids string
+	if err := s.r.QueryRowContext(ctx, `SELECT group_concat(id || ':' || cpid, ',') FROM mergelogs`).Scan(&ids); err != nil || ids == "" {
+		t.Fatalf("mergelogs: %q %v", ids, err)
+	}
+	// Back to version 4: the table as migration 0002 made it.
+	ms, _ := migrations()
+	var v2 string
+	for _, m := range ms {
+		if m.version == 2 {
+			v2 = m.sql
+		}
+	}
+	i := strings.Index(v2, "CREATE TABLE mergelogs (")
+	old := v2[i : i+strings.Index(v2[i:], ");")+2]
+	old = strings.Replace(old, "CREATE TABLE mergelogs (", "CREATE TABLE mergelogs_v2 (", 1)
+	for _, q := range []string{`PRAGMA foreign_keys = OFF`, old,
+		`INSERT INTO mergelogs_v2 SELECT * FROM mergelogs`, `DROP TABLE mergelogs`,
+		`ALTER TABLE mergelogs_v2 RENAME TO mergelogs`,
+		`DELETE FROM schema_migrations WHERE version = 5`, `PRAGMA foreign_keys = ON`} {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	path := s.Path()
+	s.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(ctx); v < 5 {
+		t.Fatalf("schema version %d after Open", v)
+	}
+	var after string
+	s.r.QueryRowContext(ctx, `SELECT group_concat(id || ':' || cpid, ',') FROM mergelogs`).Scan(&after)
+	if after != ids {
+		t.Error("the migration changed mergelogs ids or CPIDs")
+	}
+	if got := derivedDump(t, s); got != before {
+		t.Error("the migration changed the derived tables")
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO mergelogs(cpid, ts_ns, service, origin) SELECT cpid, 0, 'x', origin FROM mergelogs LIMIT 1`); err == nil {
+		t.Error("a duplicate (cpid, origin) was accepted")
+	}
+}

@@ -44,6 +44,10 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 		return res, err
 	}
 	dups := make([]int, len(b.Checkpoints))
+	// The statements run without the caller's context: the driver watches
+	// a cancelable one with a goroutine per statement, which costs more
+	// than an insert. A batch is short; the transaction still ends with ctx.
+	stmtCtx := context.WithoutCancel(ctx)
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		fileID := func(path string) (int64, error) {
 			if id, ok := s.fileIDs[path]; ok {
@@ -79,7 +83,7 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 				if err != nil {
 					return err
 				}
-				r, err := ins.ExecContext(ctx, a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI,
+				r, err := ins.ExecContext(stmtCtx, a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI,
 					a.APIGroup, a.APIVersion, a.Resource, a.Subresource, a.Namespace, a.Name, a.UID,
 					a.ResourceVersion, a.Username, a.UserAgent, jsonStrings(a.SourceIPs), nullInt(a.Code),
 					a.ReceivedNS, a.StageNS, nullString(a.CPID), jsonStrings(a.CPIDAncestors),
@@ -102,7 +106,7 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 				if err != nil {
 					return err
 				}
-				if _, err := body.ExecContext(ctx, id, rawJSON(a.RequestObject), rawJSON(a.ResponseObject),
+				if _, err := body.ExecContext(stmtCtx, id, rawJSON(a.RequestObject), rawJSON(a.ResponseObject),
 					rawJSON(a.ResponseStatus)); err != nil {
 					return fmt.Errorf("insert audit body %s: %w", a.Pos, err)
 				}
@@ -120,7 +124,7 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 				if err != nil {
 					return err
 				}
-				r, err := ins.ExecContext(ctx, l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg,
+				r, err := ins.ExecContext(stmtCtx, l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg,
 					nullString(l.CPID), rawJSON(l.Fields), fid, l.Line)
 				if err != nil {
 					return fmt.Errorf("insert log record %s: %w", l.Pos, err)
