@@ -151,7 +151,7 @@ func reconstructEvery(ctx context.Context, st *sqlite.Store, every time.Duration
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if _, err := st.Reconstruct(ctx, false); err != nil && ctx.Err() == nil {
+			if _, err := st.ReconstructInSteps(ctx, sqlite.LiveStepRows); err != nil && ctx.Err() == nil {
 				notice(ingest.Notice{Name: "reconstruct", Reason: err.Error()})
 			}
 		}

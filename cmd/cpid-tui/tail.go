@@ -114,7 +114,7 @@ Examples:
 	if *every > 0 {
 		t.ReconstructEvery = *every
 		t.Reconstruct = func(ctx context.Context) error {
-			_, err := st.Reconstruct(ctx, false)
+			_, err := st.ReconstructInSteps(ctx, sqlite.LiveStepRows)
 			return err
 		}
 	}
