@@ -306,6 +306,7 @@ type saver struct {
 	bulk    bool
 	indexes []string
 	seen    map[string]bool
+	book    *bulkBook
 
 	changes map[string]bool
 	reorder map[reconstruct.ObjectKey]bool
@@ -332,7 +333,7 @@ func newSaver(st *Store, reset bool, redoNS int64, txRows int) *saver {
 	sv := &saver{st: st, reset: reset, redoNS: redoNS, txRows: txRows,
 		changes: map[string]bool{}, reorder: map[reconstruct.ObjectKey]bool{}, relabel: map[reconstruct.ObjectKey]bool{}}
 	if reset && txRows == 0 {
-		sv.bulk, sv.seen = true, map[string]bool{}
+		sv.bulk, sv.seen, sv.book = true, map[string]bool{}, newBulkBook()
 	}
 	return sv
 }
@@ -479,7 +480,7 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 	if testHookSave != nil {
 		testHookSave()
 	}
-	for _, x := range out.Writes {
+	for i, x := range out.Writes {
 		if _, err := sv.exec(0, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
 			x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
 			nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(x)); err != nil {
@@ -487,6 +488,9 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 		}
 		if x.ChangeID != "" {
 			sv.changes[x.ChangeID] = true
+		}
+		if sv.book != nil {
+			sv.book.add(&out.Writes[i])
 		}
 	}
 	for k := range out.Reorder {
@@ -564,19 +568,30 @@ func (sv *saver) finish(ctx context.Context, w Watermark) error {
 	if err := sv.begin(ctx); err != nil {
 		return err
 	}
+	if sv.book != nil {
+		// Before the indexes exist, so that they are built once.
+		if err := sv.book.renumber(ctx, sv.tx, sv.reorder, sv.relabel); err != nil {
+			return err
+		}
+		if err := sv.book.summarize(ctx, sv.tx); err != nil {
+			return err
+		}
+	}
 	for _, q := range sv.indexes {
 		if _, err := sv.tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create index again: %w", err)
 		}
 	}
-	if err := orderRevisions(ctx, sv.tx, sv.reorder); err != nil {
-		return err
-	}
-	if err := relabelRevisions(ctx, sv.tx, sv.relabel, sv.reorder); err != nil {
-		return err
-	}
-	if err := summarizeChanges(ctx, sv.tx, sv.changes); err != nil {
-		return err
+	if sv.book == nil {
+		if err := orderRevisions(ctx, sv.tx, sv.reorder); err != nil {
+			return err
+		}
+		if err := relabelRevisions(ctx, sv.tx, sv.relabel, sv.reorder); err != nil {
+			return err
+		}
+		if err := summarizeChanges(ctx, sv.tx, sv.changes); err != nil {
+			return err
+		}
 	}
 	for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {
 		if _, err := sv.tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(key, value) VALUES (?, ?)`, k, v); err != nil {
