@@ -47,8 +47,25 @@ func (en *Engine) MarshalState() ([]byte, error) {
 			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
-	sort.Slice(s.Objects, func(i, j int) bool { return s.Objects[i].Key.String() < s.Objects[j].Key.String() })
+	keys := make([]string, len(s.Objects))
+	for i := range s.Objects {
+		keys[i] = s.Objects[i].Key.String()
+	}
+	sort.Sort(byKey{s.Objects, keys})
 	return json.Marshal(s)
+}
+
+// byKey sorts saved objects by their keys' strings, computed once.
+type byKey struct {
+	objs []savedObject
+	keys []string
+}
+
+func (b byKey) Len() int           { return len(b.objs) }
+func (b byKey) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey) Swap(i, j int) {
+	b.objs[i], b.objs[j] = b.objs[j], b.objs[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
 
 // RestoreState loads a state saved by MarshalState into a new engine.

@@ -294,9 +294,10 @@ type saver struct {
 
 	conn    *sql.Conn
 	tx      *sql.Tx
-	stmts   [5]*sql.Stmt // revision, mergelog, mergelog source, anomaly, span
-	rows    int          // rows written in the open transaction
-	steps   int          // transactions committed
+	stmts   [6]*sql.Stmt // revision, mergelog, mergelog source, anomaly, span; bulk: revisions by revBatch
+	args    []any
+	rows    int // rows written in the open transaction
+	steps   int // transactions committed
 	cleared bool
 
 	// A full rebuild in one transaction (bulk) loads the tables without
@@ -420,7 +421,27 @@ func (sv *saver) begin(ctx context.Context) error {
 			return err
 		}
 	}
+	if sv.bulk {
+		// revBatch rows a statement: the driver's cost is per statement.
+		q := strings.Replace(saverSQL[0], "INSERT OR REPLACE", "INSERT", 1)
+		i := strings.LastIndex(q, "(?")
+		q += strings.Repeat(", "+q[i:], revBatch-1)
+		if sv.stmts[5], err = tx.PrepareContext(ctx, q); err != nil {
+			sv.abort()
+			return err
+		}
+	}
 	return nil
+}
+
+// revBatch is how many revisions a bulk insert statement stores.
+const revBatch = 16
+
+// revisionArgs appends the values of a revisions row.
+func revisionArgs(args []any, x *reconstruct.Write) []any {
+	return append(args, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
+		x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
+		nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(*x))
 }
 
 func (sv *saver) closeStmts() {
@@ -480,12 +501,23 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 	if testHookSave != nil {
 		testHookSave()
 	}
-	for i, x := range out.Writes {
-		if _, err := sv.exec(0, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
-			x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
-			nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(x)); err != nil {
-			return fmt.Errorf("save revision of event %d: %w", x.EventID, err)
+	ws := out.Writes
+	for ; sv.bulk && len(ws) >= revBatch; ws = ws[revBatch:] {
+		sv.args = sv.args[:0]
+		for i := range ws[:revBatch] {
+			sv.args = revisionArgs(sv.args, &ws[i])
 		}
+		if _, err := sv.exec(5, sv.args...); err != nil {
+			return fmt.Errorf("save revisions of events %d to %d: %w", ws[0].EventID, ws[revBatch-1].EventID, err)
+		}
+		sv.rows += revBatch - 1
+	}
+	for i := range ws {
+		if _, err := sv.exec(0, revisionArgs(sv.args[:0], &ws[i])...); err != nil {
+			return fmt.Errorf("save revision of event %d: %w", ws[i].EventID, err)
+		}
+	}
+	for i, x := range out.Writes {
 		if x.ChangeID != "" {
 			sv.changes[x.ChangeID] = true
 		}

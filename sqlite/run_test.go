@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,29 +25,7 @@ func derivedDump(t *testing.T, s *Store) string {
 		`SELECT kind, event_id, detail FROM anomalies ORDER BY kind, event_id`,
 		`SELECT * FROM controller_spans ORDER BY span_id`,
 	} {
-		rows, err := s.r.QueryContext(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for i, v := range vals {
-				if b, ok := v.([]byte); ok {
-					vals[i] = string(b)
-				}
-			}
-			fmt.Fprintf(&out, "%v", vals)
-			out.WriteByte('\n')
-		}
-		rows.Close()
+		printRows(t, s, &out, "", q)
 	}
 	return out.String()
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,25 +167,34 @@ func dump(t *testing.T, s *Store) string {
 	rows.Close()
 	var out strings.Builder
 	for _, tb := range tables {
-		rows, err := s.r.QueryContext(ctx, `SELECT * FROM "`+tb+`" ORDER BY rowid`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&out, "%s%v\n", tb, vals)
-		}
-		rows.Close()
+		printRows(t, s, &out, tb, `SELECT * FROM "`+tb+`" ORDER BY rowid`)
 	}
 	return out.String()
+}
+
+// printRows writes a line per row of query q, prefixed with prefix.
+func printRows(t *testing.T, s *Store, w io.Writer, prefix, q string) {
+	t.Helper()
+	rows, err := s.r.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, "%s%v\n", prefix, vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestMergelogsMigrationKeepsRows: migration 0005 rebuilds the mergelogs
