@@ -13,7 +13,6 @@ type Event struct {
 	AuditID     string
 	Verb        string
 	APIGroup    string
-	APIVersion  string
 	Resource    string
 	Subresource string
 	Namespace   string

@@ -109,7 +109,7 @@ func ignoredTerms() string {
 // received them, then id: a write can only have been caused by writes
 // received before it. fn may keep the events it is given.
 func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*reconstruct.Event) error) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.api_version, e.resource,
+	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
 		CASE WHEN e.resource IN ('pods', 'nodes', 'endpointslices', 'endpoints') THEN b.response_object END, b.request_object,
@@ -136,7 +136,7 @@ func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*
 		}
 		e := &slab[0]
 		slab = slab[1:]
-		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.APIVersion, &e.Resource, &e.Subresource,
+		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
 			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &fileID); err != nil {
 			return err

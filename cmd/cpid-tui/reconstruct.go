@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"strings"
 
@@ -43,9 +44,11 @@ docs/SCHEMA.md for the tables it fills.`))
 	}
 	defer st.Close()
 	// A run holds the merge graph and every object's state in maps that
-	// live to its end: collecting half as often costs a tenth more memory
-	// and saves a tenth of the time of a full rebuild (docs/BENCHMARKS.md).
-	debug.SetGCPercent(200)
+	// live to its end: collecting less often costs some memory and saves
+	// time (docs/BENCHMARKS.md). GOGC, when set, decides.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+	}
 	r, err := st.Reconstruct(ctx, *full)
 	if err != nil {
 		return err
