@@ -2,7 +2,6 @@ package reconstruct
 
 import (
 	"crypto/sha1"
-	"encoding/json"
 )
 
 // Rule finds what caused a write by a controller that carries no CPID of its
@@ -93,21 +92,27 @@ type body struct {
 	} `json:"spec"`
 	// Pods and Nodes
 	Status struct {
-		Conditions []struct {
-			Type               string `json:"type"`
-			LastTransitionTime string `json:"lastTransitionTime"`
-		} `json:"conditions"`
+		Conditions []condition `json:"conditions"`
 	} `json:"status"`
-	// EndpointSlice
-	Endpoints []struct {
-		TargetRef *targetRef `json:"targetRef"`
-	} `json:"endpoints"`
-	// Endpoints
-	Subsets []struct {
-		Addresses         []struct{ TargetRef *targetRef } `json:"addresses"`
-		NotReadyAddresses []struct{ TargetRef *targetRef } `json:"notReadyAddresses"`
-	} `json:"subsets"`
+	Endpoints []endpoint `json:"endpoints"` // EndpointSlice
+	Subsets   []subset   `json:"subsets"`   // Endpoints
 }
+
+type condition struct {
+	Type               string `json:"type"`
+	LastTransitionTime string `json:"lastTransitionTime"`
+}
+
+type endpoint struct {
+	TargetRef *targetRef `json:"targetRef"`
+}
+
+type subset struct {
+	Addresses         []address `json:"addresses"`
+	NotReadyAddresses []address `json:"notReadyAddresses"`
+}
+
+type address struct{ TargetRef *targetRef }
 
 type targetRef struct {
 	Kind      string `json:"kind"`
@@ -157,11 +162,7 @@ func (e *Event) DecodeObject() {
 	if len(e.Object) == 0 || !readsBody[e.Resource] {
 		return
 	}
-	var b body
-	if json.Unmarshal(e.Object, &b) != nil {
-		return
-	}
-	e.body = &b
+	e.body = decodeBody(e.Object)
 }
 
 // readBody updates what o knows of its object from a write's body.
