@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -100,7 +101,9 @@ func (w *walker) skip() {
 		for w.i < len(w.b) {
 			switch w.b[w.i] {
 			case '"':
-				w.rawString()
+				if w.rawString(); !w.ok {
+					return
+				}
 				continue
 			case '{', '[':
 				depth++
@@ -114,7 +117,7 @@ func (w *walker) skip() {
 		}
 		w.ok = false
 	default:
-		for w.i < len(w.b) && !bytes.ContainsRune([]byte(",}] \t\n\r"), rune(w.b[w.i])) {
+		for w.i < len(w.b) && strings.IndexByte(",}] \t\n\r", w.b[w.i]) < 0 {
 			w.i++
 		}
 	}
@@ -166,7 +169,7 @@ func (w *walker) object(member func(key []byte)) {
 			return
 		}
 		key := w.rawString()
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if !w.ok || bytes.IndexByte(key, '\\') >= 0 {
 			w.ok = false // encoding/json unescapes keys before matching
 			return
 		}

@@ -1,6 +1,6 @@
 -- Schema v1, part 5: the uniqueness of (cpid, origin) in mergelogs becomes
 -- a named index, which a full rebuild drops while it loads and creates
--- again after (sqlite/reconstruct.go); an inline UNIQUE cannot be dropped.
+-- again after (sqlite/saver.go); an inline UNIQUE cannot be dropped.
 -- Same columns, same rows, same ids. Migrations run with foreign keys off
 -- and checked after (SQLite's procedure for changing a table).
 CREATE TABLE mergelogs_v5 (
