@@ -2,49 +2,48 @@ package reconstruct
 
 import (
 	"bufio"
-	"compress/gzip"
+	"context"
 	"encoding/json"
-	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cpid-dev/cpid/ingest"
 )
 
 // fixtureBodies returns the response bodies of the real fixtures' writes
-// of the kinds the engine reads.
+// of the kinds the engine reads, read as cpid-tui ingest reads them.
 func fixtureBodies(t *testing.T) [][]byte {
 	t.Helper()
-	files, _ := filepath.Glob("../fixtures/*/bundle/audit/*")
+	dirs, _ := filepath.Glob("../fixtures/*/bundle/audit")
+	w := &ingest.Walker{}
+	files, err := w.Files(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out [][]byte
 	for _, f := range files {
-		fh, err := os.Open(f)
+		err := w.Read(context.Background(), f, func(s ingest.Stream) error {
+			sc := bufio.NewScanner(s.R)
+			sc.Buffer(nil, 16<<20)
+			for sc.Scan() {
+				evs, err := ingest.DecodeAudit(sc.Bytes())
+				if err != nil {
+					return err
+				}
+				for _, ev := range evs {
+					if len(ev.ResponseObject) > 0 && readsBody[ev.Resource] {
+						out = append(out, ev.ResponseObject)
+					}
+				}
+			}
+			return sc.Err()
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r io.Reader = fh
-		if strings.HasSuffix(f, ".gz") {
-			if r, err = gzip.NewReader(fh); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var ev struct {
-				ObjectRef struct {
-					Resource string `json:"resource"`
-				} `json:"objectRef"`
-				ResponseObject json.RawMessage `json:"responseObject"`
-			}
-			if json.Unmarshal(sc.Bytes(), &ev) != nil || len(ev.ResponseObject) == 0 || !readsBody[ev.ObjectRef.Resource] {
-				continue
-			}
-			out = append(out, ev.ResponseObject)
-		}
-		fh.Close()
 	}
 	return out
 }

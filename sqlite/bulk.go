@@ -12,8 +12,9 @@ import (
 // in memory, instead of reading the rows back as an incremental run must
 // (orderRevisions, relabelRevisions, summarizeChanges give the same).
 type bulkBook struct {
-	objects map[reconstruct.ObjectKey][]bookRev
-	changes map[string]*changeSum
+	objects   map[reconstruct.ObjectKey][]bookRev
+	changes   map[string]*changeSum
+	mergelogs map[string]bool // cpid and origin: unique without the table's index
 }
 
 type bookRev struct {
@@ -33,7 +34,17 @@ type changeSum struct {
 }
 
 func newBulkBook() *bulkBook {
-	return &bulkBook{objects: map[reconstruct.ObjectKey][]bookRev{}, changes: map[string]*changeSum{}}
+	return &bulkBook{objects: map[reconstruct.ObjectKey][]bookRev{}, changes: map[string]*changeSum{}, mergelogs: map[string]bool{}}
+}
+
+// first reports whether a mergelog of cpid and origin is the first one.
+func (b *bulkBook) first(cpid string, o reconstruct.Origin) bool {
+	k := cpid + "\x00" + string(o)
+	if b.mergelogs[k] {
+		return false
+	}
+	b.mergelogs[k] = true
+	return true
 }
 
 // add records a stored write.

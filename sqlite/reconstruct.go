@@ -150,7 +150,7 @@ func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*
 		// Only the kinds whose rules and anomaly checks read the object
 		// after the write have it fetched (reconstruct's readBody and
 		// transitions): a Deployment's or a ReplicaSet's body is not read.
-		if isObjectBodyBytes(e.Subresource, resp) {
+		if len(resp) > 0 && isObjectBody(e.Subresource, string(resp[:min(len(resp), len(`{"kind":"Status"`))])) {
 			e.Object = bytes.Clone(resp)
 		}
 		if len(req) > 0 {
@@ -189,14 +189,6 @@ func isObjectBody(sub, body string) bool {
 		return false
 	}
 	return !strings.HasPrefix(body, `{"kind":"Status"`) && !strings.HasPrefix(body, `{"kind":"Scale"`)
-}
-
-// isObjectBodyBytes is isObjectBody for a body read as bytes.
-func isObjectBodyBytes(sub string, body []byte) bool {
-	if len(body) == 0 || (sub != "" && sub != "status") {
-		return false
-	}
-	return !bytes.HasPrefix(body, []byte(`{"kind":"Status"`)) && !bytes.HasPrefix(body, []byte(`{"kind":"Scale"`))
 }
 
 // ScanCPIDRecords calls fn for the mergelog and span records (messages

@@ -37,32 +37,51 @@ type saver struct {
 
 	conn    *sql.Conn
 	tx      *sql.Tx
-	stmts   [6]*sql.Stmt // revision, mergelog, mergelog source, anomaly, span; bulk: revisions by revBatch
+	stmts   [len(saverSQL) + 1]*sql.Stmt // saverSQL's, then (full rebuild) revisions by revBatch
 	args    []any
 	rows    int // rows written in the open transaction
 	steps   int // transactions committed
 	cleared bool
 
-	// A full rebuild in one transaction (bulk) loads the tables without
-	// their indexes (a third of the time, not a whole one) and creates them
-	// again in finish: indexes holds their SQL, seen does the uniqueness of
-	// mergelogs meanwhile.
-	bulk    bool
+	// A full rebuild in one transaction (book not nil) loads the tables
+	// without their indexes (a third of the time, not a whole one) and
+	// creates them again in finish: indexes holds their SQL, and book what
+	// the indexes would give meanwhile.
 	indexes []string
-	seen    map[string]bool
 	book    *bulkBook
 
+	// An incremental run (book nil) finishes from the table: the changes
+	// and objects it touched.
 	changes map[string]bool
 	reorder map[reconstruct.ObjectKey]bool
 	relabel map[reconstruct.ObjectKey]bool
 }
 
-var saverSQL = [...]string{
-	`INSERT OR REPLACE INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
+// insertRevision stores a revision; an incremental run replaces what a
+// crashed run may have left, a full rebuild writes an empty table.
+const insertRevision = ` INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
 		stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// The saver's statements, by index.
+const (
+	stRevision = iota
+	stMergelog
+	stSource
+	stChange
+	stAnomaly
+	stSpan
+	stRevisions // a full rebuild's revBatch revisions
+)
+
+var saverSQL = [...]string{
+	`INSERT OR REPLACE` + insertRevision,
 	`INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id) VALUES (?, ?, ?, ?, ?)`,
 	`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`,
+	`INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
+		subresource, namespace, name, writes, objects)
+		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0
+		FROM audit_events WHERE id = ?`,
 	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -77,7 +96,7 @@ func newSaver(st *Store, reset bool, redoNS int64, txRows int) *saver {
 	sv := &saver{st: st, reset: reset, redoNS: redoNS, txRows: txRows,
 		changes: map[string]bool{}, reorder: map[reconstruct.ObjectKey]bool{}, relabel: map[reconstruct.ObjectKey]bool{}}
 	if reset && txRows == 0 {
-		sv.bulk, sv.seen, sv.book = true, map[string]bool{}, newBulkBook()
+		sv.book = newBulkBook()
 	}
 	return sv
 }
@@ -142,7 +161,7 @@ func (sv *saver) begin(ctx context.Context) error {
 	sv.conn, sv.tx, sv.rows = conn, tx, 0
 	if !sv.cleared {
 		if sv.reset {
-			if err = resetReconstruction(ctx, tx); err == nil && sv.bulk {
+			if err = resetReconstruction(ctx, tx); err == nil && sv.book != nil {
 				sv.indexes, err = dropIndexes(ctx, tx)
 			}
 		} else {
@@ -155,21 +174,17 @@ func (sv *saver) begin(ctx context.Context) error {
 		sv.cleared = true
 	}
 	for i, q := range saverSQL {
-		if i == 0 && sv.bulk {
-			// Every write once, in an empty table.
-			q = strings.Replace(q, "INSERT OR REPLACE", "INSERT", 1)
-		}
 		if sv.stmts[i], err = tx.PrepareContext(ctx, q); err != nil {
 			sv.abort()
 			return err
 		}
 	}
-	if sv.bulk {
-		// revBatch rows a statement: the driver's cost is per statement.
-		q := strings.Replace(saverSQL[0], "INSERT OR REPLACE", "INSERT", 1)
-		i := strings.LastIndex(q, "(?")
-		q += strings.Repeat(", "+q[i:], revBatch-1)
-		if sv.stmts[5], err = tx.PrepareContext(ctx, q); err != nil {
+	if sv.book != nil {
+		// Every write once, in an empty table; revBatch rows a statement
+		// (the driver's cost is per statement).
+		q := `INSERT` + insertRevision
+		q += strings.Repeat(", "+q[strings.LastIndex(q, "(?"):], revBatch-1)
+		if sv.stmts[stRevisions], err = tx.PrepareContext(ctx, q); err != nil {
 			sv.abort()
 			return err
 		}
@@ -245,27 +260,26 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 		testHookSave()
 	}
 	ws := out.Writes
-	for ; sv.bulk && len(ws) >= revBatch; ws = ws[revBatch:] {
+	for ; sv.book != nil && len(ws) >= revBatch; ws = ws[revBatch:] {
 		sv.args = sv.args[:0]
 		for i := range ws[:revBatch] {
 			sv.args = revisionArgs(sv.args, &ws[i])
 		}
-		if _, err := sv.exec(5, sv.args...); err != nil {
+		if _, err := sv.exec(stRevisions, sv.args...); err != nil {
 			return fmt.Errorf("save revisions of events %d to %d: %w", ws[0].EventID, ws[revBatch-1].EventID, err)
 		}
 		sv.rows += revBatch - 1
 	}
 	for i := range ws {
-		if _, err := sv.exec(0, revisionArgs(sv.args[:0], &ws[i])...); err != nil {
+		if _, err := sv.exec(stRevision, revisionArgs(sv.args[:0], &ws[i])...); err != nil {
 			return fmt.Errorf("save revision of event %d: %w", ws[i].EventID, err)
 		}
 	}
 	for i, x := range out.Writes {
-		if x.ChangeID != "" {
-			sv.changes[x.ChangeID] = true
-		}
 		if sv.book != nil {
 			sv.book.add(&out.Writes[i])
+		} else if x.ChangeID != "" {
+			sv.changes[x.ChangeID] = true
 		}
 	}
 	for k := range out.Reorder {
@@ -275,14 +289,12 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 		sv.relabel[k] = true
 	}
 	for _, m := range out.Mergelogs {
-		if sv.seen != nil {
-			k := m.CPID + "\x00" + string(m.Origin)
-			if sv.seen[k] {
-				continue
-			}
-			sv.seen[k] = true
+		// Without its unique index, a full rebuild keeps (cpid, origin)
+		// unique itself.
+		if sv.book != nil && !sv.book.first(m.CPID, m.Origin) {
+			continue
 		}
-		r, err := sv.exec(1, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID))
+		r, err := sv.exec(stMergelog, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID))
 		if err != nil {
 			return err
 		}
@@ -291,28 +303,26 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 		}
 		id, _ := r.LastInsertId()
 		for i, sc := range m.Sources {
-			if _, err := sv.exec(2, id, i, sc); err != nil {
+			if _, err := sv.exec(stSource, id, i, sc); err != nil {
 				return err
 			}
 		}
 	}
 	for _, c := range out.Changes {
-		if _, err := sv.tx.ExecContext(context.Background(), `INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user,
-			verb, api_group, resource, subresource, namespace, name, writes, objects)
-			SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0
-			FROM audit_events WHERE id = ?`, c.ID, c.StartNS, c.EventID); err != nil {
+		if _, err := sv.exec(stChange, c.ID, c.StartNS, c.EventID); err != nil {
 			return err
 		}
-		sv.rows++
-		sv.changes[c.ID] = true
+		if sv.book == nil {
+			sv.changes[c.ID] = true
+		}
 	}
 	for _, a := range out.Anomalies {
-		if _, err := sv.exec(3, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail); err != nil {
+		if _, err := sv.exec(stAnomaly, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail); err != nil {
 			return err
 		}
 	}
 	for _, x := range out.Spans {
-		if _, err := sv.exec(4, x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS,
+		if _, err := sv.exec(stSpan, x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS,
 			rawJSON(x.Attrs), x.LogID); err != nil {
 			return err
 		}
