@@ -6,7 +6,7 @@ DEMO_DB ?= $(CURDIR)/demo.db
 SCENARIO ?= basic
 FUZZTIME ?= 30s
 
-.PHONY: build test demo record experiments bench fuzz vet clean
+.PHONY: build test demo record experiments bench fuzz fuzz-brief vet clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cpid-tui
@@ -47,6 +47,11 @@ fuzz:
 	@for t in $$($(GO) test -list 'Fuzz.*' ./ingest/ | grep ^Fuzz); do \
 		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./ingest/ || exit 1; \
 	done
+
+# The redaction and audit-decoder fuzz targets, briefly (CI runs this).
+fuzz-brief:
+	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(or $(BRIEF),15s) ./ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAudit$$' -fuzztime $(or $(BRIEF),15s) ./ingest/
 
 clean:
 	rm -rf bin $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm

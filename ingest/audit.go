@@ -35,15 +35,22 @@ const auditAPIVersion = "audit.k8s.io/v1"
 //
 // Request and response bodies are opaque objects read like unstructured
 // Kubernetes objects: keys match exactly and the last of duplicated keys
-// wins. Bodies of Secrets lose their data (see redact).
+// wins. Credentials are removed from bodies by DefaultRedaction (see
+// Redaction).
 //
 // Each event's Hash is taken over its compact JSON, whatever the input's
 // whitespace. An EventList item without kind and apiVersion (the webhook
 // leaves them out) is hashed as the log backend writes the same event, so
 // that an event both posted and logged collapses into one.
 func DecodeAudit(line []byte) ([]AuditEvent, error) {
+	return decodeAudit(line, DefaultRedaction)
+}
+
+// decodeAudit is DecodeAudit with the redaction red.
+func decodeAudit(line []byte, red *Redaction) ([]AuditEvent, error) {
 	line = trimSpace(line)
 	d := getDoc()
+	d.red = red
 	defer d.release()
 	if err := d.parse(line); err != nil {
 		return nil, err
@@ -96,7 +103,7 @@ func (d *doc) audit() ([]AuditEvent, error) {
 	}
 	if string(kind) == "Event" {
 		evs := make([]AuditEvent, 1)
-		if err := decodeEvent(d.buf, span{0, len(d.buf)}, d.members, false, d.big, &evs[0]); err != nil {
+		if err := decodeEvent(d.buf, span{0, len(d.buf)}, d.members, false, d.big, d.red, &evs[0]); err != nil {
 			return nil, err
 		}
 		return evs, nil
@@ -151,7 +158,7 @@ func (d *doc) list() ([]AuditEvent, error) {
 		for mi := members(b, s); mi.next(&m); {
 			ms = append(ms, m)
 		}
-		if err := decodeEvent(b, span{s, e}, ms, true, d.big, &evs[k]); err != nil {
+		if err := decodeEvent(b, span{s, e}, ms, true, d.big, d.red, &evs[k]); err != nil {
 			return nil, fmt.Errorf("item %d: %w", k, err)
 		}
 	}
@@ -192,8 +199,8 @@ const (
 
 // decodeEvent decodes the Event at b[obj] whose members are ms into ev. item
 // is set for an EventList item, which may omit kind and apiVersion. x is
-// the index of b.
-func decodeEvent(b []byte, obj span, ms []member, item bool, x index, ev *AuditEvent) error {
+// the index of b. red removes credentials from the bodies.
+func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redaction, ev *AuditEvent) error {
 	var v [fAnnotations + 1]span
 	var user [4]span
 	var ref, status [8]span
@@ -293,14 +300,10 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, ev *AuditE
 
 	ev.Annotations = raw(b, v[fAnnotations])
 	ev.ResponseStatus = raw(b, v[fResponseStatus])
-	ev.RequestObject = raw(b, req)
-	ev.ResponseObject = raw(b, resp)
-	if strings.EqualFold(ev.Resource, "secrets") {
-		var r1, r2 bool
-		ev.RequestObject, r1 = redact(ev.RequestObject)
-		ev.ResponseObject, r2 = redact(ev.ResponseObject)
-		ev.Redacted = r1 || r2
-	}
+	var r1, r2 bool
+	ev.RequestObject, r1 = red.body(b, req, x, ev.Resource, ev.Subresource, ev.APIGroup)
+	ev.ResponseObject, r2 = red.body(b, resp, x, ev.Resource, ev.Subresource, ev.APIGroup)
+	ev.Redacted = r1 || r2
 	bare := item && len(kind) == 0 && len(apiVersion) == 0
 	ev.Hash = eventHash(b, obj, bare, ev.Redacted, req, resp, ev.RequestObject, ev.ResponseObject)
 	return nil
@@ -634,135 +637,4 @@ func readBody(b []byte, v span, x index) (m bodyMeta) {
 
 func keyIs(b []byte, m *member, name string) bool {
 	return string(m.key(b)) == name
-}
-
-// lastApplied is the annotation where kubectl apply keeps the whole object,
-// Secret data included.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// redact removes the data of Secrets from a body of a request on secrets:
-// "data" and "stringData" (matched case-insensitively) and the
-// last-applied-configuration annotation, of the object itself, of each
-// element of "items" (lists) and of each rows[].object (tables). A non-empty
-// array body is a JSON patch, which can carry data anywhere: it is dropped
-// whole. It returns body itself when nothing was removed.
-func redact(body []byte) ([]byte, bool) {
-	switch {
-	case len(body) == 0:
-		return body, false
-	case body[0] == '[':
-		if len(body) > 2 {
-			return nil, true
-		}
-		return body, false
-	case body[0] != '{':
-		return body, false
-	}
-	removed := false
-	out := editObject(nil, body, func(k, v []byte) []byte {
-		switch {
-		case string(k) == "items" && v[0] == '[':
-			return editArray(v, func(e []byte) []byte {
-				nv, r := redactSecret(e)
-				removed = removed || r
-				return nv
-			})
-		case string(k) == "rows" && v[0] == '[':
-			return editArray(v, func(e []byte) []byte {
-				if e[0] != '{' {
-					return e
-				}
-				return editObject(nil, e, func(k, v []byte) []byte {
-					if string(k) != "object" {
-						return v
-					}
-					nv, r := redactSecret(v)
-					removed = removed || r
-					return nv
-				})
-			})
-		}
-		nv, r := secretMember(k, v)
-		removed = removed || r
-		return nv
-	})
-	if !removed {
-		return body, false
-	}
-	return out, true
-}
-
-// redactSecret removes the data of one Secret object.
-func redactSecret(obj []byte) ([]byte, bool) {
-	if obj[0] != '{' {
-		return obj, false
-	}
-	removed := false
-	out := editObject(nil, obj, func(k, v []byte) []byte {
-		nv, r := secretMember(k, v)
-		removed = removed || r
-		return nv
-	})
-	return out, removed
-}
-
-// secretMember returns the redacted value of a Secret's member, nil to drop it.
-func secretMember(k, v []byte) ([]byte, bool) {
-	if bytes.EqualFold(k, []byte("data")) || bytes.EqualFold(k, []byte("stringData")) {
-		return nil, true
-	}
-	if string(k) != "metadata" || v[0] != '{' {
-		return v, false
-	}
-	removed := false
-	out := editObject(nil, v, func(k, v []byte) []byte {
-		if string(k) != "annotations" || v[0] != '{' {
-			return v
-		}
-		return editObject(nil, v, func(k, v []byte) []byte {
-			if string(k) == lastApplied {
-				removed = true
-				return nil
-			}
-			return v
-		})
-	})
-	return out, removed
-}
-
-// editObject appends the compact object obj to dst with each member's value
-// replaced by edit(key, value); a nil result drops the member.
-func editObject(dst, obj []byte, edit func(k, v []byte) []byte) []byte {
-	dst = append(dst, '{')
-	first := true
-	var m member
-	for it := members(obj, 0); it.next(&m); {
-		nv := edit(m.key(obj), obj[m.valStart:m.valEnd])
-		if nv == nil {
-			continue
-		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = append(dst, obj[m.start:m.valStart]...)
-		dst = append(dst, nv...)
-	}
-	return append(dst, '}')
-}
-
-// editArray returns the compact array arr with each element replaced by edit.
-func editArray(arr []byte, edit func(e []byte) []byte) []byte {
-	dst := []byte{'['}
-	for it := elems(arr, 0); ; {
-		s, e, ok := it.next()
-		if !ok {
-			break
-		}
-		if len(dst) > 1 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, edit(arr[s:e])...)
-	}
-	return append(dst, ']')
 }

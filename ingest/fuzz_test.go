@@ -221,12 +221,10 @@ func expect(oe *oracleEvent, compact []byte, bare bool) ingest.AuditEvent {
 			break
 		}
 	}
-	if strings.EqualFold(e.Resource, "secrets") {
-		var r1, r2 bool
-		e.RequestObject, r1 = redactAny(e.RequestObject, req)
-		e.ResponseObject, r2 = redactAny(e.ResponseObject, resp)
-		e.Redacted = r1 || r2
-	}
+	var r1, r2 bool
+	e.RequestObject, r1 = redactAny(e.RequestObject, req, e.Resource, e.Subresource, e.APIGroup)
+	e.ResponseObject, r2 = redactAny(e.ResponseObject, resp, e.Resource, e.Subresource, e.APIGroup)
+	e.Redacted = r1 || r2
 	if !e.Redacted {
 		if bare {
 			compact = append([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1"`+map[bool]string{true: "", false: ","}[len(compact) == 2]), compact[1:]...)
@@ -332,85 +330,6 @@ func anyOf(raw []byte) any {
 	return plainOf(decodeOrdered(raw))
 }
 
-// redactAny applies the Secret redaction rules to a decoded body, to every
-// occurrence of a duplicated key.
-func redactAny(raw json.RawMessage, body any) (json.RawMessage, bool) {
-	switch b := body.(type) {
-	case []any:
-		if len(b) > 0 {
-			return nil, true
-		}
-		return raw, false
-	case object:
-		o, removed := redactSecretAny(b)
-		for _, kv := range o {
-			switch items, _ := kv.v.([]any); kv.k {
-			case "items":
-				for i, it := range items {
-					if m, ok := it.(object); ok {
-						var r bool
-						items[i], r = redactSecretAny(m)
-						removed = removed || r
-					}
-				}
-			case "rows":
-				for _, row := range items {
-					if m, ok := row.(object); ok {
-						for j, kv := range m {
-							if o, ok := kv.v.(object); ok && kv.k == "object" {
-								var r bool
-								m[j].v, r = redactSecretAny(o)
-								removed = removed || r
-							}
-						}
-					}
-				}
-			}
-		}
-		if !removed {
-			return raw, false
-		}
-		out, err := json.Marshal(plainOf(o))
-		if err != nil {
-			panic(err)
-		}
-		return out, true
-	}
-	return raw, false
-}
-
-func redactSecretAny(o object) (object, bool) {
-	removed := false
-	out := object{}
-	for _, kv := range o {
-		md, isObject := kv.v.(object)
-		switch {
-		case strings.EqualFold(kv.k, "data") || strings.EqualFold(kv.k, "stringData"):
-			removed = true
-			continue
-		case kv.k == "metadata" && isObject:
-			newMD := object{}
-			for _, m := range md {
-				if ann, ok := m.v.(object); ok && m.k == "annotations" {
-					kept := object{}
-					for _, a := range ann {
-						if a.k == "kubectl.kubernetes.io/last-applied-configuration" {
-							removed = true
-							continue
-						}
-						kept = append(kept, a)
-					}
-					m.v = kept
-				}
-				newMD = append(newMD, m)
-			}
-			kv.v = newMD
-		}
-		out = append(out, kv)
-	}
-	return out, removed
-}
-
 // view is an AuditEvent with its JSON decoded, so that the scanner's output
 // and the oracle's compare by meaning.
 type view struct {
@@ -429,7 +348,7 @@ func viewOf(e ingest.AuditEvent, withHash bool) view {
 	if withHash {
 		v.Hash = fmt.Sprintf("%x", e.Hash)
 	}
-	v.OwnerRefs, v.RequestObject, v.ResponseObject = anyOf(e.OwnerRefs), anyOf(e.RequestObject), anyOf(e.ResponseObject)
+	v.OwnerRefs, v.RequestObject, v.ResponseObject = anyOf(e.OwnerRefs), normalEmbedded(anyOf(e.RequestObject)), normalEmbedded(anyOf(e.ResponseObject))
 	unmarshal(e.Annotations, &v.Annotations)
 	unmarshal(e.ResponseStatus, &v.ResponseStatus)
 	return v
@@ -496,10 +415,13 @@ func splices(line []byte) [][]byte {
 			cat([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1",`), line[1:]),
 			cat([]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`), line, []byte(`]}`)))
 	}
-	for _, resource := range []string{"pods", "secrets"} {
+	for _, ref := range []string{
+		`"resource":"pods"`, `"resource":"secrets"`, `"resource":"serviceaccounts","subresource":"token"`,
+		`"resource":"tokenreviews","apiGroup":"authentication.k8s.io"`,
+	} {
 		out = append(out, cat([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse",`+
-			`"auditID":"x","stage":"ResponseComplete","verb":"update","objectRef":{"resource":"`+resource+
-			`","namespace":"default","name":"n","uid":"u","apiVersion":"v1","resourceVersion":"1"},"requestObject":`),
+			`"auditID":"x","stage":"ResponseComplete","verb":"update","objectRef":{`+ref+
+			`,"namespace":"default","name":"n","uid":"u","apiVersion":"v1","resourceVersion":"1"},"requestObject":`),
 			line, []byte(`,"responseObject":`), line, []byte(`}`)))
 	}
 	return out
@@ -510,6 +432,7 @@ func splices(line []byte) [][]byte {
 func FuzzDecodeAudit(f *testing.F) {
 	addFiles(f, "testdata/audit/*.json")
 	addFiles(f, "testdata/audit/real/*.json")
+	addFiles(f, "testdata/audit/*.jsonl")
 	f.Add([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","objectRef":{"name":null,"NAME":"x"}}`))
 	f.Add([]byte(`{"metadata":{"name":"a","uid":"b","annotations":{"v1.cpid.dev/cpid":"c","v1.cpid.dev/ancestors":" d, ,e"},` +
 		`"ownerReferences":[{"kind":"K"}]},"data":{"k":"v"},"items":[{"stringData":{}}],"rows":[{"object":{"DATA":1}}]}`))

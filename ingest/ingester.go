@@ -16,6 +16,9 @@ import (
 type Ingester struct {
 	Sink   Sink
 	Walker Walker
+	// Redaction removes credentials from audit bodies. Default
+	// DefaultRedaction.
+	Redaction *Redaction
 	// BatchSize is the number of records per transaction. Default 5000.
 	BatchSize int
 	// Progress, when set, is called about every ProgressEvery with the
@@ -46,7 +49,7 @@ type Summary struct {
 	Events     map[StageLevel]int // decoded audit events
 	Components map[string]int     // decoded log records by component
 	Written    Written
-	Redacted   int // events whose Secret data was removed
+	Redacted   int // events a credential was removed from
 	Bad        int
 	BadLines   []*LineError // the first KeepBad of them
 	Notices    []Notice
@@ -235,7 +238,7 @@ func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int
 		if !ok {
 			continue // a CRI partial: the rest follows
 		}
-		audits, rec, err := DecodeLine(line)
+		audits, rec, err := decodeLine(line, orDefault(in.Redaction))
 		if err != nil {
 			bad(n, err.Error())
 			continue

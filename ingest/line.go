@@ -22,12 +22,18 @@ import (
 //
 // The results do not alias line.
 func DecodeLine(line []byte) (audits []AuditEvent, rec *LogRecord, err error) {
+	return decodeLine(line, DefaultRedaction)
+}
+
+// decodeLine is DecodeLine with the redaction red.
+func decodeLine(line []byte, red *Redaction) (audits []AuditEvent, rec *LogRecord, err error) {
 	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 	line = trimSpace(line)
 	if len(line) == 0 {
 		return nil, nil, nil
 	}
 	d := getDoc()
+	d.red = red
 	defer d.release()
 	if err := d.parse(line); err != nil {
 		return nil, nil, err
@@ -84,6 +90,7 @@ type doc struct {
 	members []member
 	arr     [24]member
 	big     index // the large containers of buf
+	red     *Redaction
 }
 
 var docs = sync.Pool{New: func() any { return new(doc) }}
@@ -95,7 +102,7 @@ func (d *doc) release() {
 	if cap(d.big) > 1024 || cap(d.members) > 1024 {
 		return // do not keep what a huge line grew
 	}
-	d.buf, d.own, d.members, d.big = nil, false, d.members[:0], d.big[:0]
+	d.buf, d.own, d.members, d.big, d.red = nil, false, d.members[:0], d.big[:0], nil
 	docs.Put(d)
 }
 

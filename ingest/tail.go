@@ -33,6 +33,9 @@ type Tailer struct {
 	// one is read from its oldest rotated backup.
 	Resume []Checkpoint
 	Limits Limits
+	// Redaction removes credentials from audit bodies. Default
+	// DefaultRedaction.
+	Redaction *Redaction
 	// BatchSize is the most records per transaction. Default 5000.
 	BatchSize int
 	// Poll is how often every log is checked whatever fsnotify says
@@ -50,6 +53,9 @@ type Tailer struct {
 	// the goroutine of Run.
 	Notice func(Notice)
 }
+
+// redaction is the tailer's Redaction or the default.
+func (t *Tailer) redaction() *Redaction { return orDefault(t.Redaction) }
 
 // ready is always ready.
 var ready = func() <-chan time.Time {
@@ -113,7 +119,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 			if follows[src] != nil {
 				continue
 			}
-			f := newFollow(src, resume[src], lim, notice, m)
+			f := newFollow(src, resume[src], lim, t.redaction(), notice, m)
 			follows[src] = f
 			order = append(order, f)
 			sort.Slice(order, func(i, j int) bool { return order[i].source < order[j].source })

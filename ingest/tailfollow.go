@@ -19,6 +19,7 @@ type follow struct {
 	dir, base string
 	lim       Limits
 	notice    func(Notice)
+	red       *Redaction
 
 	cur *tailFile // nil: find the file to read at the next step
 	// pos is where a restart would go on: in cur once a line of it was
@@ -47,9 +48,9 @@ type follow struct {
 	m                *Metrics
 }
 
-func newFollow(source string, ck Checkpoint, lim Limits, notice func(Notice), m *Metrics) *follow {
+func newFollow(source string, ck Checkpoint, lim Limits, red *Redaction, notice func(Notice), m *Metrics) *follow {
 	f := &follow{source: source, dir: filepath.Dir(source), base: filepath.Base(source), lim: lim,
-		notice: notice, wake: true, m: m}
+		red: red, notice: notice, wake: true, m: m}
 	if ck.FingerprintLen > 0 {
 		f.pos = ck
 	}
@@ -330,7 +331,7 @@ func (f *follow) line(ev lineEvent) {
 	if !ok {
 		return
 	}
-	audits, rec, err := DecodeLine(text)
+	audits, rec, err := decodeLine(text, f.red)
 	if err != nil {
 		f.badLine(pos, err.Error())
 		return

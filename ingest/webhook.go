@@ -35,6 +35,9 @@ type Receiver struct {
 	MaxBody int64
 	// Source names the input in the store (files.path). Default "webhook".
 	Source string
+	// Redaction removes credentials from audit bodies. Default
+	// DefaultRedaction.
+	Redaction *Redaction
 	// Metrics, when set, counts requests, events and the commit lag.
 	Metrics *Metrics
 	// Notice, when set, is told about rejected requests and store
@@ -78,7 +81,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.reject(w, r, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
-	events, err := DecodeAudit(body)
+	events, err := decodeAudit(body, orDefault(rc.Redaction))
 	if err != nil {
 		m.Bad.Add(1)
 		rc.reject(w, r, http.StatusBadRequest, "not an audit.k8s.io/v1 EventList: "+err.Error())

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,4 +156,40 @@ func testPKI(t *testing.T) (*x509.CertPool, tls.Certificate, tls.Certificate) {
 		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	}
 	return pool, issue(2, x509.ExtKeyUsageServerAuth), issue(3, x509.ExtKeyUsageClientAuth)
+}
+
+// TestReceiverRedacts posts every credential shape as the webhook does and
+// looks for the credentials in the database files.
+func TestReceiverRedacts(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cpid.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := httptest.NewServer(&ingest.Receiver{Sink: st})
+	defer srv.Close()
+	var list bytes.Buffer
+	list.WriteString(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[`)
+	for i, sh := range credShapes {
+		if i > 0 {
+			list.WriteByte(',')
+		}
+		list.Write(eventWith(sh, credMarker))
+	}
+	list.WriteString("]}")
+	resp, err := http.Post(srv.URL, "application/json", &list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || storedEvents(t, st) != len(credShapes) {
+		t.Fatalf("status %d, %d events stored, want 200 and %d", resp.StatusCode, storedEvents(t, st), len(credShapes))
+	}
+	for _, name := range []string{"cpid.db", "cpid.db-wal"} {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		if bytes.Contains(b, []byte(credMarker)) {
+			t.Errorf("credential found in %s", name)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,29 @@ import (
 
 func init() {
 	register(command{name: "ingest", summary: "store audit logs and controller JSON logs in the database", run: runIngest})
+}
+
+// redactRules is the repeatable --redact flag.
+type redactRules []ingest.Rule
+
+func (r *redactRules) String() string { return fmt.Sprint([]ingest.Rule(*r)) }
+
+func (r *redactRules) Set(s string) error {
+	rule, err := ingest.ParseRule(s)
+	if err != nil {
+		return err
+	}
+	*r = append(*r, rule)
+	return nil
+}
+
+// redactFlag adds the --redact flag every command that stores audit events
+// shares; the result is the redaction to use once flags are parsed.
+func redactFlag(fs *flag.FlagSet) func() *ingest.Redaction {
+	var rules redactRules
+	fs.Var(&rules, "redact", "also remove this member of a custom resource's bodies before storing: "+
+		"NAME[.GROUP][/SUBRESOURCE]:PATH, e.g. sealedsecrets.bitnami.com:spec.encryptedData (repeatable; see docs/SECURITY.md)")
+	return func() *ingest.Redaction { return ingest.NewRedaction(rules...) }
 }
 
 // dbFlag adds the --db flag every database command shares.
@@ -41,8 +65,12 @@ last), a .gz file, a .tar.gz/.tgz bundle (read as a stream, never extracted),
 or - for standard input. Compression and tar are recognised by content.
 
 Ingesting the same input twice changes nothing: exact duplicate events
-collapse, distinct events sharing an auditID are all kept. Secret data and
-stringData are never stored. A bad line is reported with file:line and
+collapse, distinct events sharing an auditID are all kept. Credentials are
+never stored: Secret data and stringData, service-account tokens
+(TokenRequest status.token), TokenReview spec.token, PEM private keys in any
+body, and Secrets embedded in other objects and in last-applied-configuration
+annotations are removed before anything is written (--redact adds custom
+resources; docs/SECURITY.md). A bad line is reported with file:line and
 skipped; the exit code is 0 when the rest was stored, 1 when an input could
 not be read at all (everything else is still stored).
 
@@ -55,6 +83,7 @@ Examples:
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	ratio := fs.Int64("max-inflate-ratio", 1000, "refuse a gzip stream that inflates more than this many times its size (past 256 MiB)")
 	batch := fs.Int("batch", 5000, "records per transaction")
+	redaction := redactFlag(fs)
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	paths, err := parseArgs(fs, args)
 	if err != nil {
@@ -74,6 +103,7 @@ Examples:
 		Sink:      st,
 		Walker:    ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin},
 		BatchSize: *batch,
+		Redaction: redaction(),
 	}
 	if !*quiet {
 		in.ProgressEvery = 2 * time.Second
@@ -154,7 +184,7 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 		}
 	}
 	if s.Redacted > 0 {
-		fmt.Fprintf(w, "redacted: Secret data/stringData removed from %d event(s) before storing\n", s.Redacted)
+		fmt.Fprintf(w, "redacted: credentials (Secret data, tokens, private keys) removed from %d event(s) before storing\n", s.Redacted)
 	}
 	for _, n := range s.Notices {
 		fmt.Fprintf(w, "skipped: %s\n", n)

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -399,6 +400,58 @@ func TestIngestStdinAndRedaction(t *testing.T) {
 		if bytes.Contains(b, []byte("aHVudGVyMg")) {
 			t.Errorf("secret bytes found in %s", p)
 		}
+	}
+}
+
+// TestIngestCredentials ingests every credential shape of the redaction
+// table (ingest/testdata/audit/credentials.jsonl, written by ingest's
+// TestRedactShapes) plus a custom resource covered by --redact, and looks
+// for the credentials in the bytes of the database file and its WAL.
+func TestIngestCredentials(t *testing.T) {
+	const marker = "c0ffee5ecret42" // ingest_test.credMarker
+	pem := "-----BEGIN RSA PRIVATE KEY-----\nMIIEow" + marker + "\nAAAA\n-----END RSA PRIVATE KEY-----\n"
+	custom := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"sealed","stage":"ResponseComplete",` +
+		`"verb":"create","objectRef":{"resource":"sealedsecrets","apiGroup":"bitnami.com","namespace":"d","name":"s","apiVersion":"v1alpha1"},` +
+		`"requestObject":{"kind":"SealedSecret","apiVersion":"bitnami.com/v1alpha1","spec":{"encryptedData":{"k":"sealed` + marker + `"}}}}`
+	in, err := os.ReadFile("../../ingest/testdata/audit/credentials.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = append(in, custom+"\n"...)
+	dbPath := filepath.Join(t.TempDir(), "cpid.db")
+	code, out, errOut := runCmd(t, bytes.NewReader(in), "ingest", "--db", dbPath,
+		"--redact", "sealedsecrets.bitnami.com:spec.encryptedData", "--quiet", "-")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	lines := bytes.Count(in, []byte("\n"))
+	if want := fmt.Sprintf("from %d event(s)", lines); !strings.Contains(out, want) {
+		t.Errorf("summary does not say %q:\n%s", want, out)
+	}
+	var n int
+	if err := openDB(t, dbPath).QueryRow(`SELECT count(*) FROM audit_events WHERE redacted = 1`).Scan(&n); err != nil || n != lines {
+		t.Errorf("%d events marked redacted (%v), want %d", n, err, lines)
+	}
+	for _, p := range []string{dbPath, dbPath + "-wal"} {
+		b, _ := os.ReadFile(p)
+		for _, c := range []string{marker, base64.StdEncoding.EncodeToString([]byte(pem))[:40]} {
+			if bytes.Contains(b, []byte(c)) {
+				t.Errorf("credential %q found in %s", c, p)
+			}
+		}
+	}
+	// Without the rule, the custom resource is stored as it came.
+	dbPath = filepath.Join(t.TempDir(), "plain.db")
+	if code, out, errOut := runCmd(t, strings.NewReader(custom+"\n"), "ingest", "--db", dbPath, "--quiet", "-"); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var body string
+	openDB(t, dbPath).QueryRow(`SELECT request_object FROM audit_bodies`).Scan(&body)
+	if !strings.Contains(body, "sealed"+marker) {
+		t.Errorf("stored without --redact: %s", body)
+	}
+	if code, _, errOut := runCmd(t, nil, "ingest", "--redact", "nopath", "-"); code != 2 || !strings.Contains(errOut, "NAME[.GROUP]") {
+		t.Errorf("bad --redact: exit %d\n%s", code, errOut)
 	}
 }
 

@@ -28,10 +28,14 @@ Receives the audit events that kube-apiserver posts to its audit webhook
 backend (--audit-webhook-config-file, batch mode: audit.k8s.io/v1
 EventList) and stores them as 'cpid-tui ingest' would.
 
-Each batch is committed before the response: a 2xx means stored. When the
-receiver is down or fails, the apiserver retries the batch with backoff, and
-the events already stored are skipped as duplicates, so each event is stored
-once. Events also read from the audit log file collapse with them.
+Each batch is committed before the response: a 2xx means stored, and a
+batch posted again is skipped as duplicates, so each event is stored once.
+kube-apiserver retries a failed post (refused connection, reset, timeout,
+any non-2xx answer) only within its backoff (--audit-webhook-initial-backoff,
+10s by default, x1.5, 5 attempts: about 80 s), then drops the batch; a full
+buffer drops events too. For a history with no gap, also tail the audit log
+file into the same database (cpid-tui tail --audit-log): its events collapse
+with the webhook's (docs/LIVE.md).
 
 Authentication: --client-ca verifies client certificates, --token-file
 accepts "Authorization: Bearer TOKEN"; with either set, a request must pass
@@ -53,6 +57,7 @@ Example:
 	tokenFile := fs.String("token-file", "", "file holding the bearer token a client may send instead of a certificate")
 	maxBody := fs.Int64("max-body", 64<<20, "largest request body accepted, in bytes (413 beyond)")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
+	redaction := redactFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -109,7 +114,8 @@ Example:
 		fmt.Fprintf(e.stderr, "serve: %s\n", n)
 	}
 	m := &ingest.Metrics{}
-	rc := &ingest.Receiver{Sink: st, Token: token, ClientCerts: *clientCA != "", MaxBody: *maxBody, Metrics: m, Notice: notice}
+	rc := &ingest.Receiver{Sink: st, Token: token, ClientCerts: *clientCA != "", MaxBody: *maxBody, Metrics: m, Notice: notice,
+		Redaction: redaction()}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rc.Authenticated(r) {

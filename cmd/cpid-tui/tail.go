@@ -69,6 +69,7 @@ Examples:
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	metrics := fs.String("metrics", "", "serve /metrics (Prometheus text) on this address, e.g. 127.0.0.1:9464")
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
+	redaction := redactFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -98,12 +99,13 @@ Examples:
 	m := &ingest.Metrics{}
 	var mu sync.Mutex // notices come from the tailer and the reconstruct loop
 	t := &ingest.Tailer{
-		Sink:    st,
-		Paths:   append(audit, controller...),
-		Resume:  resume,
-		Limits:  ingest.Limits{MaxLine: *maxLine},
-		Poll:    *poll,
-		Metrics: m,
+		Sink:      st,
+		Paths:     append(audit, controller...),
+		Resume:    resume,
+		Limits:    ingest.Limits{MaxLine: *maxLine},
+		Redaction: redaction(),
+		Poll:      *poll,
+		Metrics:   m,
 		Notice: func(n ingest.Notice) {
 			mu.Lock()
 			defer mu.Unlock()
