@@ -180,6 +180,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		if applied[m.version] {
 			continue
 		}
+		// Another process may be applying the same migration: the check
+		// is repeated inside the write transaction (BEGIN IMMEDIATE holds
+		// the database's write lock), so each migration is applied once.
 		// Foreign keys off while a migration changes tables (they cannot
 		// change inside a transaction; s.w is one connection), checked
 		// before it commits: SQLite's procedure for altering a table.
@@ -187,6 +190,13 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		err := s.tx(ctx, func(tx *sql.Tx) error {
+			var done int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
+				return err
+			}
+			if done > 0 {
+				return nil
+			}
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return err
 			}

@@ -250,3 +250,42 @@ func TestMergelogsMigrationKeepsRows(t *testing.T) {
 		t.Error("a duplicate (cpid, origin) was accepted")
 	}
 }
+
+// TestConcurrentFirstOpens opens a new database from several stores at once,
+// as three queries or serve and tail started together do: each migration is
+// applied once and every open succeeds.
+func TestConcurrentFirstOpens(t *testing.T) {
+	ctx := context.Background()
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("cpid-%d.db", round))
+		const n = 6
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				s, err := Open(ctx, path)
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		s, err := Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows, distinct int
+		s.r.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&rows, &distinct)
+		s.Close()
+		if ms, _ := migrations(); rows != len(ms) || distinct != len(ms) {
+			t.Errorf("round %d: %d migration rows (%d distinct), want %d", round, rows, distinct, len(ms))
+		}
+	}
+}
