@@ -8,14 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-)
 
-// Annotation keys of trace context format v1. They must match
-// instrument.KeyCPID and instrument.KeyAncestors (a test checks); ingest does
-// not import instrument so that the two can change independently.
-const (
-	keyCPID      = "v1.cpid.dev/cpid"
-	keyAncestors = "v1.cpid.dev/ancestors"
+	"github.com/cpid-dev/cpid"
 )
 
 const auditAPIVersion = "audit.k8s.io/v1"
@@ -42,12 +36,12 @@ const auditAPIVersion = "audit.k8s.io/v1"
 // whitespace. An EventList item without kind and apiVersion (the webhook
 // leaves them out) is hashed as the log backend writes the same event, so
 // that an event both posted and logged collapses into one.
-func DecodeAudit(line []byte) ([]AuditEvent, error) {
+func DecodeAudit(line []byte) ([]cpid.AuditEvent, error) {
 	return decodeAudit(line, DefaultRedaction)
 }
 
 // decodeAudit is DecodeAudit with the redaction red.
-func decodeAudit(line []byte, red *Redaction) ([]AuditEvent, error) {
+func decodeAudit(line []byte, red *Redaction) ([]cpid.AuditEvent, error) {
 	line = trimSpace(line)
 	d := getDoc()
 	d.red = red
@@ -85,7 +79,7 @@ func (d *doc) typeMeta() (kind, apiVersion []byte) {
 	return kind, apiVersion
 }
 
-func (d *doc) audit() ([]AuditEvent, error) {
+func (d *doc) audit() ([]cpid.AuditEvent, error) {
 	kind, apiVersion := d.typeMeta()
 	switch {
 	case string(kind) != "Event" && string(kind) != "EventList":
@@ -102,7 +96,7 @@ func (d *doc) audit() ([]AuditEvent, error) {
 		d.own = true
 	}
 	if string(kind) == "Event" {
-		evs := make([]AuditEvent, 1)
+		evs := make([]cpid.AuditEvent, 1)
 		if err := decodeEvent(d.buf, span{0, len(d.buf)}, d.members, false, d.big, d.red, &evs[0]); err != nil {
 			return nil, err
 		}
@@ -112,7 +106,7 @@ func (d *doc) audit() ([]AuditEvent, error) {
 }
 
 // list decodes an EventList.
-func (d *doc) list() ([]AuditEvent, error) {
+func (d *doc) list() ([]cpid.AuditEvent, error) {
 	b := d.buf
 	var seen uint32
 	var items span
@@ -137,11 +131,11 @@ func (d *doc) list() ([]AuditEvent, error) {
 			return nil, err
 		}
 	}
-	var evs []AuditEvent
+	var evs []cpid.AuditEvent
 	if items.s == 0 || b[items.s] == 'n' {
 		return evs, nil
 	}
-	evs = make([]AuditEvent, count(b, items.s))
+	evs = make([]cpid.AuditEvent, count(b, items.s))
 	ms := make([]member, 0, 24)
 	it := elems(b, items.s)
 	for k := range evs {
@@ -200,7 +194,7 @@ const (
 // decodeEvent decodes the Event at b[obj] whose members are ms into ev. item
 // is set for an EventList item, which may omit kind and apiVersion. x is
 // the index of b. red removes credentials from the bodies.
-func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redaction, ev *AuditEvent) error {
+func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redaction, ev *cpid.AuditEvent) error {
 	var v [fAnnotations + 1]span
 	var user [4]span
 	var ref, status [8]span
@@ -622,9 +616,9 @@ func readBody(b []byte, v span, x index) (m bodyMeta) {
 		m.annotations = ann
 		for it := x.members(b, ann.s); it.next(&mb); {
 			switch string(mb.key(b)) {
-			case keyCPID:
+			case cpid.KeyCPID:
 				m.cpid = span{mb.valStart, mb.valEnd}
-			case keyAncestors:
+			case cpid.KeyAncestors:
 				m.ancestors = span{mb.valStart, mb.valEnd}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/instrument"
 )
@@ -25,7 +26,7 @@ func readLine(t testing.TB, name string) []byte {
 	return bytes.TrimSpace(b)
 }
 
-func decodeOne(t *testing.T, line []byte) ingest.AuditEvent {
+func decodeOne(t *testing.T, line []byte) cpid.AuditEvent {
 	t.Helper()
 	evs, err := ingest.DecodeAudit(line)
 	if err != nil {
@@ -49,7 +50,7 @@ type summary struct {
 	Request, Response, Annotations, Redacted bool
 }
 
-func summarize(e ingest.AuditEvent) summary {
+func summarize(e cpid.AuditEvent) summary {
 	s := summary{
 		Stage: e.Stage, Level: e.Level, Verb: e.Verb, User: e.Username,
 		Group: e.APIGroup, Version: e.APIVersion, Resource: e.Resource, Subresource: e.Subresource,
@@ -221,7 +222,7 @@ func TestDecodeAuditSecrets(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		ev       ingest.AuditEvent
+		ev       cpid.AuditEvent
 		redacted bool
 	}{
 		{"create", decodeOne(t, readLine(t, "audit/secret-create.json")), true},

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 )
 
@@ -101,7 +102,7 @@ func dupField(obj []byte, names []string) string {
 }
 
 // oracle decodes line the reference way.
-func oracle(line []byte) ([]ingest.AuditEvent, error) {
+func oracle(line []byte) ([]cpid.AuditEvent, error) {
 	if !utf8.Valid(line) {
 		return nil, errors.New("invalid UTF-8")
 	}
@@ -126,7 +127,7 @@ func oracle(line []byte) ([]ingest.AuditEvent, error) {
 		}
 		var c bytes.Buffer
 		json.Compact(&c, line)
-		return []ingest.AuditEvent{expect(&oe, c.Bytes(), false)}, nil
+		return []cpid.AuditEvent{expect(&oe, c.Bytes(), false)}, nil
 	case "EventList":
 		var ol oracleList
 		if err := json.Unmarshal(line, &ol); err != nil {
@@ -137,7 +138,7 @@ func oracle(line []byte) ([]ingest.AuditEvent, error) {
 		}
 		var raw struct{ Items []json.RawMessage }
 		json.Unmarshal(line, &raw)
-		evs := []ingest.AuditEvent{}
+		evs := []cpid.AuditEvent{}
 		for i := range ol.Items {
 			if string(raw.Items[i]) == "null" {
 				return nil, errors.New("null item")
@@ -160,8 +161,8 @@ func oracle(line []byte) ([]ingest.AuditEvent, error) {
 
 // expect derives the AuditEvent of one reference event; compact is the
 // event's compact JSON.
-func expect(oe *oracleEvent, compact []byte, bare bool) ingest.AuditEvent {
-	e := ingest.AuditEvent{
+func expect(oe *oracleEvent, compact []byte, bare bool) cpid.AuditEvent {
+	e := cpid.AuditEvent{
 		AuditID:    string(oe.AuditID),
 		Stage:      string(oe.Stage),
 		Level:      string(oe.Level),
@@ -333,14 +334,14 @@ func anyOf(raw []byte) any {
 // view is an AuditEvent with its JSON decoded, so that the scanner's output
 // and the oracle's compare by meaning.
 type view struct {
-	ingest.AuditEvent
+	cpid.AuditEvent
 	OwnerRefs, RequestObject, ResponseObject any
 	Annotations                              map[string]string
 	ResponseStatus                           *metav1.Status
 	Hash                                     string
 }
 
-func viewOf(e ingest.AuditEvent, withHash bool) view {
+func viewOf(e cpid.AuditEvent, withHash bool) view {
 	v := view{AuditEvent: e}
 	v.AuditEvent.OwnerRefs, v.AuditEvent.RequestObject, v.AuditEvent.ResponseObject = nil, nil, nil
 	v.AuditEvent.Annotations, v.AuditEvent.ResponseStatus = nil, nil

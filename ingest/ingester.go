@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Ingester reads inputs, decodes every line and stores the records through a
@@ -14,7 +16,7 @@ import (
 // the run goes on; an input that cannot be read is reported and the run goes
 // on with the next.
 type Ingester struct {
-	Sink   Sink
+	Sink   cpid.RecordWriter
 	Walker Walker
 	// Redaction removes credentials from audit bodies. Default
 	// DefaultRedaction.
@@ -48,7 +50,7 @@ type Summary struct {
 	Elapsed    time.Duration
 	Events     map[StageLevel]int // decoded audit events
 	Components map[string]int     // decoded log records by component
-	Written    Written
+	Written    cpid.Written
 	Redacted   int // events a credential was removed from
 	Bad        int
 	BadLines   []*LineError // the first KeepBad of them
@@ -120,10 +122,10 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 
 	// The decoder fills batches; this goroutine writes them. Two batches
 	// circulate so decoding and writing overlap.
-	full := make(chan *Batch, 1)
-	free := make(chan *Batch, 2)
-	free <- &Batch{}
-	free <- &Batch{}
+	full := make(chan *cpid.Batch, 1)
+	free := make(chan *cpid.Batch, 2)
+	free <- &cpid.Batch{}
+	free <- &cpid.Batch{}
 	decErr := make(chan error, 1)
 	go func() {
 		defer close(full)
@@ -148,7 +150,7 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 			current.Store(f)
 			fs := FileStats{Name: f}
 			err := w.Read(ctx, f, func(s Stream) error {
-				return in.decodeStream(s, &fs, sum, keep, func(a *Audit, l *Log) bool {
+				return in.decodeStream(s, &fs, sum, keep, func(a *cpid.Audit, l *cpid.Log) bool {
 					records.Add(1)
 					if a != nil {
 						b.Audits = append(b.Audits, *a)
@@ -177,7 +179,7 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	var werr error
 	for b := range full {
 		if werr == nil {
-			var n Written
+			var n cpid.Written
 			n, werr = in.Sink.Write(ctx, b)
 			sum.Written.Add(n)
 			if werr != nil {
@@ -203,7 +205,7 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 // decodeStream decodes the lines of one stream and hands each record to emit,
 // which returns false to stop.
 func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int,
-	emit func(*Audit, *Log) bool, decoded *atomic.Int64) error {
+	emit func(*cpid.Audit, *cpid.Log) bool, decoded *atomic.Int64) error {
 	lim := in.Walker.Limits.withDefaults()
 	lr := newLineReader(s.R, lim.MaxLine)
 	var cri CRI
@@ -211,7 +213,7 @@ func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int
 		fs.Bad++
 		sum.Bad++
 		if len(sum.BadLines) < keep {
-			sum.BadLines = append(sum.BadLines, &LineError{Pos: Pos{File: s.Name, Line: line}, Reason: reason})
+			sum.BadLines = append(sum.BadLines, &LineError{Pos: cpid.Pos{File: s.Name, Line: line}, Reason: reason})
 		}
 	}
 	for {
@@ -243,9 +245,9 @@ func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int
 			bad(n, err.Error())
 			continue
 		}
-		pos := Pos{File: s.Name, Line: n}
+		pos := cpid.Pos{File: s.Name, Line: n}
 		for i := range audits {
-			a := Audit{AuditEvent: audits[i], Pos: pos}
+			a := cpid.Audit{AuditEvent: audits[i], Pos: pos}
 			fs.Audits++
 			sum.Events[StageLevel{a.Stage, a.Level}]++
 			if a.Redacted {
@@ -256,7 +258,7 @@ func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int
 			}
 		}
 		if rec != nil {
-			l := Log{LogRecord: *rec, Pos: pos}
+			l := cpid.Log{LogRecord: *rec, Pos: pos}
 			fs.Logs++
 			sum.Components[l.Component]++
 			if !emit(nil, &l) {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // DecodeLine classifies one line, already stripped of any CRI wrapper, and
@@ -21,12 +23,12 @@ import (
 // validating scan that the decoders then reuse.
 //
 // The results do not alias line.
-func DecodeLine(line []byte) (audits []AuditEvent, rec *LogRecord, err error) {
+func DecodeLine(line []byte) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err error) {
 	return decodeLine(line, DefaultRedaction)
 }
 
 // decodeLine is DecodeLine with the redaction red.
-func decodeLine(line []byte, red *Redaction) (audits []AuditEvent, rec *LogRecord, err error) {
+func decodeLine(line []byte, red *Redaction) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err error) {
 	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 	line = trimSpace(line)
 	if len(line) == 0 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // DecodeLog decodes one structured log line of a controller into a
@@ -24,12 +26,12 @@ import (
 // ("ts", "time" or "timestamp") and the message ("msg" or "message") are
 // required. Keys are matched exactly; the last of duplicated keys wins.
 // Invalid UTF-8 rejects the line. The result does not alias line.
-func DecodeLog(line []byte) (LogRecord, error) {
+func DecodeLog(line []byte) (cpid.LogRecord, error) {
 	line = trimSpace(line)
 	d := getDoc()
 	defer d.release()
 	if err := d.parse(line); err != nil {
-		return LogRecord{}, err
+		return cpid.LogRecord{}, err
 	}
 	return d.log()
 }
@@ -54,8 +56,8 @@ const (
 var logKeys = [nLogKeys]string{"ts", "time", "timestamp", "msg", "message", "level", "v",
 	"logger", "component", "caller", "source", "cpid"}
 
-func (d *doc) log() (LogRecord, error) {
-	var r LogRecord
+func (d *doc) log() (cpid.LogRecord, error) {
+	var r cpid.LogRecord
 	if !d.own {
 		d.buf = bytes.Clone(d.buf)
 		d.own = true

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Metrics counts what a live ingester (a Tailer or a Receiver) did since it
@@ -29,7 +31,7 @@ type Metrics struct {
 
 // Committed records a committed batch: its counts and the lag of each of
 // its records at time at.
-func (m *Metrics) Committed(b *Batch, w Written, at time.Time) {
+func (m *Metrics) Committed(b *cpid.Batch, w cpid.Written, at time.Time) {
 	m.Batches.Add(1)
 	m.Audits.Add(int64(w.Audits))
 	m.Logs.Add(int64(w.Logs))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 )
 
@@ -123,7 +124,7 @@ func eventWith(sh credShape, c string) []byte {
 // survives reports where c appears in what a stored event holds: any key or
 // string of its bodies, decoded, with JSON and base64 inside strings
 // decoded too.
-func survives(e ingest.AuditEvent, c string) string {
+func survives(e cpid.AuditEvent, c string) string {
 	for name, raw := range map[string][]byte{"requestObject": e.RequestObject, "responseObject": e.ResponseObject,
 		"annotations": e.Annotations, "ownerRefs": e.OwnerRefs, "responseStatus": e.ResponseStatus} {
 		if raw == nil {

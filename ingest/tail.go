@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -23,7 +24,7 @@ import (
 // covers, and the Sink stores both in one transaction: a crash at any
 // instant loses nothing and duplicates nothing.
 type Tailer struct {
-	Sink Sink
+	Sink cpid.RecordWriter
 	// Paths are the live files to follow, or glob patterns of them. A
 	// pattern is expanded again at every poll, so logs that appear later
 	// are followed too. Symbolic links are resolved (kubelet's
@@ -31,7 +32,7 @@ type Tailer struct {
 	Paths []string
 	// Resume are the checkpoints stored by an earlier run; a log without
 	// one is read from its oldest rotated backup.
-	Resume []Checkpoint
+	Resume []cpid.Checkpoint
 	Limits Limits
 	// Redaction removes credentials from audit bodies. Default
 	// DefaultRedaction.
@@ -70,8 +71,8 @@ const readBudget = 1000
 
 // written is what the writing goroutine reports about one batch.
 type written struct {
-	b   *Batch
-	w   Written
+	b   *cpid.Batch
+	w   cpid.Written
 	err error
 	at  time.Time
 }
@@ -96,7 +97,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		notice = func(Notice) {}
 	}
 	lim := t.Limits.withDefaults()
-	resume := map[string]Checkpoint{}
+	resume := map[string]cpid.Checkpoint{}
 	for _, c := range t.Resume {
 		resume[c.Source] = c
 	}
@@ -145,7 +146,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	expand()
 
 	// One goroutine writes, so that reading goes on during a commit.
-	toWrite := make(chan *Batch)
+	toWrite := make(chan *cpid.Batch)
 	done := make(chan written)
 	wctx := context.WithoutCancel(ctx) // the last batch is stored after ctx ends
 	go func() {
@@ -155,7 +156,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		}
 	}()
 	defer close(toWrite)
-	spare := &Batch{}
+	spare := &cpid.Batch{}
 	inflight := false
 	var storeErr error
 	finished := func(r written) {

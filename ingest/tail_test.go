@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/sqlite"
 )
@@ -117,7 +118,7 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	var resume []ingest.Checkpoint
+	var resume []cpid.Checkpoint
 	for _, s := range srcs {
 		resume = append(resume, s.Checkpoint)
 	}

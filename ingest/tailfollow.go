@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // follow is one followed log: its live path, the file being read, the
@@ -25,7 +27,7 @@ type follow struct {
 	// pos is where a restart would go on: in cur once a line of it was
 	// consumed, else at the end of the file read before it (posFile), or
 	// as loaded from the store (posFile nil).
-	pos     Checkpoint
+	pos     cpid.Checkpoint
 	posFile *tailFile
 
 	// cri joins CRI partial lines of the current file; while one is
@@ -40,15 +42,15 @@ type follow struct {
 	retry   bool   // a listed file moved before it was opened: list again
 	lastErr string // the last error reported, not repeated
 
-	audits           []Audit
-	logs             []Log
+	audits           []cpid.Audit
+	logs             []cpid.Log
 	lines, bad, loss int64
 	newest           int64
 	dirty            bool
 	m                *Metrics
 }
 
-func newFollow(source string, ck Checkpoint, lim Limits, red *Redaction, notice func(Notice), m *Metrics) *follow {
+func newFollow(source string, ck cpid.Checkpoint, lim Limits, red *Redaction, notice func(Notice), m *Metrics) *follow {
 	f := &follow{source: source, dir: filepath.Dir(source), base: filepath.Base(source), lim: lim,
 		red: red, notice: notice, wake: true, m: m}
 	if ck.FingerprintLen > 0 {
@@ -301,7 +303,7 @@ func appeared(before, now []logFile) bool {
 // endFile reports a CRI partial line the file ended in.
 func (f *follow) endFile() {
 	if err := f.cri.End(); err != nil && f.cur != nil {
-		f.badLine(Pos{File: f.cur.name, Line: f.cur.line}, err.Error())
+		f.badLine(cpid.Pos{File: f.cur.name, Line: f.cur.line}, err.Error())
 	}
 	f.criPending = false
 }
@@ -312,7 +314,7 @@ func (f *follow) line(ev lineEvent) {
 	f.lines++
 	f.dirty = true
 	f.m.Lines.Add(1)
-	pos := Pos{File: f.cur.name, Line: ev.n}
+	pos := cpid.Pos{File: f.cur.name, Line: ev.n}
 	defer f.moved(ev)
 	if ev.tooLong > 0 {
 		f.badLine(pos, errLineTooLong{int(min(ev.tooLong, math.MaxInt32)), f.lim.MaxLine}.Error())
@@ -337,11 +339,11 @@ func (f *follow) line(ev lineEvent) {
 		return
 	}
 	for i := range audits {
-		f.audits = append(f.audits, Audit{AuditEvent: audits[i], Pos: pos})
+		f.audits = append(f.audits, cpid.Audit{AuditEvent: audits[i], Pos: pos})
 		f.newest = max(f.newest, audits[i].StageNS)
 	}
 	if rec != nil {
-		f.logs = append(f.logs, Log{LogRecord: *rec, Pos: pos})
+		f.logs = append(f.logs, cpid.Log{LogRecord: *rec, Pos: pos})
 		f.newest = max(f.newest, rec.TimeNS)
 	}
 }
@@ -357,7 +359,7 @@ func (f *follow) moved(ev lineEvent) {
 	}
 }
 
-func (f *follow) badLine(p Pos, reason string) {
+func (f *follow) badLine(p cpid.Pos, reason string) {
 	f.bad++
 	f.dirty = true
 	f.m.Bad.Add(1)
@@ -373,7 +375,7 @@ func (f *follow) possibleLoss(name, reason string) {
 
 // checkpoint returns the position and counters since the last checkpoint,
 // and resets the counters. Its records are f.audits and f.logs.
-func (f *follow) checkpoint() Checkpoint {
+func (f *follow) checkpoint() cpid.Checkpoint {
 	f.refreshPos()
 	c := f.pos
 	c.Audits, c.Logs = len(f.audits), len(f.logs)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Receiver is the HTTP handler for kube-apiserver's audit webhook backend
@@ -23,7 +25,7 @@ import (
 // server's TLS configuration (tls.Config.ClientCAs with
 // VerifyClientCertIfGiven). Others get 401.
 type Receiver struct {
-	Sink Sink
+	Sink cpid.RecordWriter
 	// Token, when set, is a bearer token that authenticates a request.
 	Token string
 	// ClientCerts, when set, lets a verified client certificate
@@ -92,9 +94,9 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if src == "" {
 		src = "webhook"
 	}
-	b := &Batch{Audits: make([]Audit, len(events))}
+	b := &cpid.Batch{Audits: make([]cpid.Audit, len(events))}
 	for i := range events {
-		b.Audits[i] = Audit{AuditEvent: events[i], Pos: Pos{File: src, Line: i + 1}}
+		b.Audits[i] = cpid.Audit{AuditEvent: events[i], Pos: cpid.Pos{File: src, Line: i + 1}}
 	}
 	rc.mu.Lock()
 	n, err := rc.Sink.Write(r.Context(), b)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/go-logr/logr"
 )
 
@@ -156,9 +157,9 @@ func (e *Emitter) emitMergelog(m Mergelog) { e.emit(record{m: m}) }
 
 // Messages of the records, fixed per record type.
 const (
-	MsgMergelog = "cpid.mergelog"
-	MsgSpan     = "cpid.span"
-	MsgDropped  = "cpid.dropped"
+	MsgMergelog = cpid.MsgMergelog
+	MsgSpan     = cpid.MsgSpan
+	MsgDropped  = cpid.MsgDropped
 )
 
 func (e *Emitter) write(r record) {

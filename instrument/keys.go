@@ -1,14 +1,17 @@
 package instrument
 
-// Annotation keys of trace context format v1. The version is part of the key's
-// prefix so that a later format can live beside this one on the same object
-// while controllers of both generations run.
+import "github.com/cpid-dev/cpid"
+
+// Annotation keys of trace context format v1 (the vocabulary's: ingest and
+// reconstruct read the same ones). The version is part of the key's prefix
+// so that a later format can live beside this one on the same object while
+// controllers of both generations run.
 const (
 	// KeyCPID holds the object's Change Propagation ID: one lower-case UUID.
-	KeyCPID = "v1.cpid.dev/cpid"
+	KeyCPID = cpid.KeyCPID
 	// KeyAncestors holds the ancestor CPIDs of KeyCPID, closest first,
 	// separated by commas, at most N of them (see DefaultMaxAncestors).
-	KeyAncestors = "v1.cpid.dev/ancestors"
+	KeyAncestors = cpid.KeyAncestors
 )
 
 // DefaultMaxAncestors is the default N, the most ancestor CPIDs an object

@@ -4,13 +4,14 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/go-logr/logr"
 )
 
 // Keys the log helpers add to every line written with a traced context.
 const (
-	LogKeyCPID   = "cpid"
-	LogKeySpanID = "span_id"
+	LogKeyCPID   = cpid.LogKeyCPID
+	LogKeySpanID = cpid.LogKeySpanID
 )
 
 // NewLogHandler wraps h so that every record handled with a context that

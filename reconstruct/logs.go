@@ -7,13 +7,6 @@ import (
 	"time"
 )
 
-// Messages of the records that instrumented controllers write
-// (docs/FORMATS.md); they must match instrument.MsgMergelog and MsgSpan.
-const (
-	MsgMergelog = "cpid.mergelog"
-	MsgSpan     = "cpid.span"
-)
-
 // Span is a controller span (paper Table 3, plus a name and attributes).
 type Span struct {
 	CPID     string

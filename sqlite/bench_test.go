@@ -10,14 +10,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 )
 
 // fixtureEvents decodes every audit event of the real fixture.
-func fixtureEvents(b *testing.B) []ingest.AuditEvent {
+func fixtureEvents(b *testing.B) []cpid.AuditEvent {
 	b.Helper()
 	files, _ := filepath.Glob("../fixtures/basic/bundle/audit/*")
-	var evs []ingest.AuditEvent
+	var evs []cpid.AuditEvent
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
@@ -52,7 +53,7 @@ func BenchmarkWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	batch := &ingest.Batch{}
+	batch := &cpid.Batch{}
 	var bytes int64
 	for _, e := range evs {
 		bytes += int64(len(e.RequestObject) + len(e.ResponseObject) + len(e.RequestURI) + len(e.UserAgent) + 200)
@@ -62,7 +63,7 @@ func BenchmarkWrite(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		e := evs[i%len(evs)]
 		binary.LittleEndian.PutUint64(e.Hash[:], uint64(i))
-		batch.Audits = append(batch.Audits, ingest.Audit{AuditEvent: e, Pos: ingest.Pos{File: "bench", Line: i}})
+		batch.Audits = append(batch.Audits, cpid.Audit{AuditEvent: e, Pos: cpid.Pos{File: "bench", Line: i}})
 		if len(batch.Audits) == 5000 || i == b.N-1 {
 			if _, err := s.Write(context.Background(), batch); err != nil {
 				b.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid"
 )
 
 // rollout finds the fixture's rolling update: the user's patch of the
@@ -275,11 +275,11 @@ func TestBrowseQueries(t *testing.T) {
 			t.Errorf("DataVersion moved without a write: %+v, then %+v", before, again)
 		}
 		g, _ := s.ChangeGraph(ctx, ch.ID)
-		cpid := g.Nodes[len(g.Nodes)-1].CPID
-		fields, _ := json.Marshal(map[string]any{"msg": "synced", "cpid": cpid})
-		rec := ingest.Log{LogRecord: ingest.LogRecord{Hash: [16]byte{1, 2, 3}, TimeNS: ch.StartedNS + 1, Level: "info",
-			Component: "my-operator", Msg: "synced", CPID: cpid, Fields: fields}, Pos: ingest.Pos{File: "op.log", Line: 1}}
-		if _, err := s.Write(ctx, &ingest.Batch{Logs: []ingest.Log{rec}}); err != nil {
+		id := g.Nodes[len(g.Nodes)-1].CPID
+		fields, _ := json.Marshal(map[string]any{"msg": "synced", "cpid": id})
+		rec := cpid.Log{LogRecord: cpid.LogRecord{Hash: [16]byte{1, 2, 3}, TimeNS: ch.StartedNS + 1, Level: "info",
+			Component: "my-operator", Msg: "synced", CPID: id, Fields: fields}, Pos: cpid.Pos{File: "op.log", Line: 1}}
+		if _, err := s.Write(ctx, &cpid.Batch{Logs: []cpid.Log{rec}}); err != nil {
 			t.Fatal(err)
 		}
 		after, _ := s.DataVersion(ctx)
@@ -290,13 +290,13 @@ func TestBrowseQueries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !set.Exact || len(set.Lines) != 1 || set.Lines[0].CPID != cpid || set.Lines[0].File != "op.log" {
-			t.Errorf("ChangeLogs = %+v, want exactly the line carrying %s", set, cpid)
+		if !set.Exact || len(set.Lines) != 1 || set.Lines[0].CPID != id || set.Lines[0].File != "op.log" {
+			t.Errorf("ChangeLogs = %+v, want exactly the line carrying %s", set, id)
 		}
 
 		// A span of one of the change's CPIDs, as reconstruct stores it.
 		if _, err := s.w.ExecContext(ctx, `INSERT INTO controller_spans VALUES ('s1', '', ?, 'my-operator', 'reconcile', ?, ?, NULL, ?)`,
-			cpid, ch.StartedNS+10, ch.StartedNS+20, set.Lines[0].ID); err != nil {
+			id, ch.StartedNS+10, ch.StartedNS+20, set.Lines[0].ID); err != nil {
 			t.Fatal(err)
 		}
 		spans, err := s.ChangeSpans(ctx, ch.ID)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -65,7 +66,7 @@ func (s *Store) Late(ctx context.Context, w Watermark) (int64, error) {
 	err := s.r.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms+`) +
 		(SELECT count(*) FROM log_records WHERE id > ?3 AND ts_ns <= ?2 AND msg = ?4)`,
-		w.EventID, w.CutoffNS, w.LogID, reconstruct.MsgMergelog).Scan(&n)
+		w.EventID, w.CutoffNS, w.LogID, cpid.MsgMergelog).Scan(&n)
 	return n, err
 }
 
@@ -192,11 +193,11 @@ func isObjectBody(sub, body string) bool {
 }
 
 // ScanCPIDRecords calls fn for the mergelog and span records (messages
-// reconstruct.MsgMergelog and MsgSpan) among the log records with
+// cpid.MsgMergelog and MsgSpan) among the log records with
 // afterID < id <= upToID, in id order.
 func (s *Store) ScanCPIDRecords(ctx context.Context, afterID, upToID int64, fn func(id, tsNS int64, msg string, fields []byte) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, ts_ns, msg, fields FROM log_records
-		WHERE id > ? AND id <= ? AND msg IN (?, ?) ORDER BY id`, afterID, upToID, reconstruct.MsgMergelog, reconstruct.MsgSpan)
+		WHERE id > ? AND id <= ? AND msg IN (?, ?) ORDER BY id`, afterID, upToID, cpid.MsgMergelog, cpid.MsgSpan)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -132,7 +133,7 @@ func (st *Store) reconstruct(ctx context.Context, full bool, txRows int) (Report
 	// final: they go into the graph before any write is explained.
 	err = st.ScanCPIDRecords(ctx, w.LogID, lastLog, func(id, ts int64, msg string, fields []byte) error {
 		switch msg {
-		case reconstruct.MsgMergelog:
+		case cpid.MsgMergelog:
 			m, err := reconstruct.ParseMergelog(fields, ts)
 			if err == nil {
 				err = en.AddMergelog(m)
@@ -140,7 +141,7 @@ func (st *Store) reconstruct(ctx context.Context, full bool, txRows int) (Report
 			if err != nil {
 				res.bad++
 			}
-		case reconstruct.MsgSpan:
+		case cpid.MsgSpan:
 			sp, err := reconstruct.ParseSpan(fields)
 			if err != nil {
 				res.bad++

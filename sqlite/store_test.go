@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid"
 )
 
 func openTest(t *testing.T) *Store {
@@ -107,24 +107,24 @@ func TestNewerSchemaRefused(t *testing.T) {
 func TestWriteIdempotent(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
-	ev := func(id, stage string, h byte) ingest.Audit {
-		return ingest.Audit{
-			AuditEvent: ingest.AuditEvent{Hash: [16]byte{h}, AuditID: id, Stage: stage, Level: "RequestResponse",
+	ev := func(id, stage string, h byte) cpid.Audit {
+		return cpid.Audit{
+			AuditEvent: cpid.AuditEvent{Hash: [16]byte{h}, AuditID: id, Stage: stage, Level: "RequestResponse",
 				Verb: "create", Resource: "pods", Namespace: "default", Name: "web-1", Code: 201,
 				CPID: "c1", CPIDAncestors: []string{"a", "b"}, ResponseObject: []byte(`{"kind":"Pod"}`)},
-			Pos: ingest.Pos{File: "audit.log", Line: int(h)},
+			Pos: cpid.Pos{File: "audit.log", Line: int(h)},
 		}
 	}
-	b := &ingest.Batch{
-		Audits: []ingest.Audit{ev("x", "ResponseStarted", 1), ev("x", "ResponseComplete", 2), ev("x", "ResponseComplete", 2)},
-		Logs: []ingest.Log{{LogRecord: ingest.LogRecord{Hash: [16]byte{9}, TimeNS: 5, Level: "info", Component: "c", Msg: "m",
-			Fields: []byte(`{"msg":"m"}`)}, Pos: ingest.Pos{File: "kcm.log", Line: 1}}},
+	b := &cpid.Batch{
+		Audits: []cpid.Audit{ev("x", "ResponseStarted", 1), ev("x", "ResponseComplete", 2), ev("x", "ResponseComplete", 2)},
+		Logs: []cpid.Log{{LogRecord: cpid.LogRecord{Hash: [16]byte{9}, TimeNS: 5, Level: "info", Component: "c", Msg: "m",
+			Fields: []byte(`{"msg":"m"}`)}, Pos: cpid.Pos{File: "kcm.log", Line: 1}}},
 	}
 	w, err := s.Write(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w != (ingest.Written{Audits: 2, AuditDups: 1, Logs: 1}) {
+	if w != (cpid.Written{Audits: 2, AuditDups: 1, Logs: 1}) {
 		t.Errorf("first write = %+v", w)
 	}
 	before := dump(t, s)
@@ -132,7 +132,7 @@ func TestWriteIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w != (ingest.Written{AuditDups: 3, LogDups: 1}) {
+	if w != (cpid.Written{AuditDups: 3, LogDups: 1}) {
 		t.Errorf("second write = %+v", w)
 	}
 	if after := dump(t, s); after != before {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid"
 )
 
 // TailSource is one log followed by `cpid-tui tail`: where the tailer stands
@@ -12,7 +12,7 @@ import (
 type TailSource struct {
 	// Checkpoint is the stored position. Its Lines, Bad and PossibleLoss
 	// are totals here, not deltas; Audits and Logs are unused.
-	ingest.Checkpoint
+	cpid.Checkpoint
 	Records, Dups int64
 	// CommittedNS is when the last checkpoint of the source was committed.
 	CommittedNS int64

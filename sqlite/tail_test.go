@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid"
 )
 
 // TestWriteCheckpoints: checkpoints are stored with their batch, their
@@ -14,48 +14,48 @@ import (
 func TestWriteCheckpoints(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
-	audit := func(id byte, file string) ingest.Audit {
-		return ingest.Audit{AuditEvent: ingest.AuditEvent{Hash: [16]byte{id}, AuditID: string(rune('a' + id)),
-			Stage: "ResponseComplete", StageNS: int64(id) * 1e9}, Pos: ingest.Pos{File: file, Line: int(id)}}
+	audit := func(id byte, file string) cpid.Audit {
+		return cpid.Audit{AuditEvent: cpid.AuditEvent{Hash: [16]byte{id}, AuditID: string(rune('a' + id)),
+			Stage: "ResponseComplete", StageNS: int64(id) * 1e9}, Pos: cpid.Pos{File: file, Line: int(id)}}
 	}
-	ck := func(src string, off int64, audits int, lines int64) ingest.Checkpoint {
-		return ingest.Checkpoint{Source: src, File: src, Fingerprint: [16]byte{9}, FingerprintLen: 100,
+	ck := func(src string, off int64, audits int, lines int64) cpid.Checkpoint {
+		return cpid.Checkpoint{Source: src, File: src, Fingerprint: [16]byte{9}, FingerprintLen: 100,
 			Offset: off, Line: int(lines), Audits: audits, Lines: lines}
 	}
 	for _, c := range []struct {
 		name    string
-		batch   ingest.Batch
+		batch   cpid.Batch
 		wantErr string
 		want    map[string][3]int64 // source: offset, records, dups
 	}{
 		{
 			name: "two sources",
-			batch: ingest.Batch{
-				Audits:      []ingest.Audit{audit(1, "a.log"), audit(2, "a.log"), audit(3, "b.log")},
-				Checkpoints: []ingest.Checkpoint{ck("a.log", 200, 2, 2), ck("b.log", 100, 1, 1)},
+			batch: cpid.Batch{
+				Audits:      []cpid.Audit{audit(1, "a.log"), audit(2, "a.log"), audit(3, "b.log")},
+				Checkpoints: []cpid.Checkpoint{ck("a.log", 200, 2, 2), ck("b.log", 100, 1, 1)},
 			},
 			want: map[string][3]int64{"a.log": {200, 2, 0}, "b.log": {100, 1, 0}},
 		},
 		{
 			name: "duplicates are counted for the source that read them",
-			batch: ingest.Batch{
-				Audits:      []ingest.Audit{audit(3, "a.log"), audit(4, "a.log")},
-				Checkpoints: []ingest.Checkpoint{ck("a.log", 400, 2, 2)},
+			batch: cpid.Batch{
+				Audits:      []cpid.Audit{audit(3, "a.log"), audit(4, "a.log")},
+				Checkpoints: []cpid.Checkpoint{ck("a.log", 400, 2, 2)},
 			},
 			want: map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {100, 1, 0}},
 		},
 		{
 			name: "a checkpoint without records moves the position",
-			batch: ingest.Batch{
-				Checkpoints: []ingest.Checkpoint{ck("b.log", 150, 0, 1)},
+			batch: cpid.Batch{
+				Checkpoints: []cpid.Checkpoint{ck("b.log", 150, 0, 1)},
 			},
 			want: map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {150, 1, 0}},
 		},
 		{
 			name: "checkpoints that do not cover the batch are refused, nothing stored",
-			batch: ingest.Batch{
-				Audits:      []ingest.Audit{audit(5, "a.log")},
-				Checkpoints: []ingest.Checkpoint{ck("a.log", 999, 0, 1)},
+			batch: cpid.Batch{
+				Audits:      []cpid.Audit{audit(5, "a.log")},
+				Checkpoints: []cpid.Checkpoint{ck("a.log", 999, 0, 1)},
 			},
 			wantErr: "checkpoints cover",
 			want:    map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {150, 1, 0}},

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid"
 )
 
 const insertAudit = `INSERT OR IGNORE INTO audit_events(
@@ -36,8 +36,8 @@ ON CONFLICT(source) DO UPDATE SET file = excluded.file, fingerprint = excluded.f
 // stored are skipped and counted as duplicates, so writing the same batch
 // twice changes nothing. The batch's checkpoints are stored in the same
 // transaction, with the duplicates among the records each covers.
-func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, error) {
-	var res ingest.Written
+func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
+	var res cpid.Written
 	newFiles := map[string]int64{}
 	owner, err := checkpointOwners(b)
 	if err != nil {
@@ -142,7 +142,7 @@ func (s *Store) Write(ctx context.Context, b *ingest.Batch) (ingest.Written, err
 		return writeCheckpoints(ctx, tx, b.Checkpoints, dups)
 	})
 	if err != nil {
-		return ingest.Written{}, err
+		return cpid.Written{}, err
 	}
 	for p, id := range newFiles {
 		s.fileIDs[p] = id
@@ -155,7 +155,7 @@ type owners struct{ audits, logs []int }
 
 // checkpointOwners checks that a batch's checkpoints cover its records
 // exactly, and says which covers which; nil when there are none.
-func checkpointOwners(b *ingest.Batch) (*owners, error) {
+func checkpointOwners(b *cpid.Batch) (*owners, error) {
 	if len(b.Checkpoints) == 0 {
 		return nil, nil
 	}
@@ -176,7 +176,7 @@ func checkpointOwners(b *ingest.Batch) (*owners, error) {
 }
 
 // writeCheckpoints stores the tailer's positions and adds its counters.
-func writeCheckpoints(ctx context.Context, tx *sql.Tx, cks []ingest.Checkpoint, dups []int) error {
+func writeCheckpoints(ctx context.Context, tx *sql.Tx, cks []cpid.Checkpoint, dups []int) error {
 	if len(cks) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/sqlite"
 )
@@ -92,7 +93,7 @@ Examples:
 	if err != nil {
 		return err
 	}
-	resume := make([]ingest.Checkpoint, len(srcs))
+	resume := make([]cpid.Checkpoint, len(srcs))
 	for i, s := range srcs {
 		resume[i] = s.Checkpoint
 	}
