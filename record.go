@@ -3,6 +3,7 @@ package cpid
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // AuditEvent is one audit.k8s.io/v1 Event, reduced to the columns cpid queries
@@ -174,4 +175,15 @@ type Checkpoint struct {
 
 func (c Checkpoint) String() string {
 	return fmt.Sprintf("%s: %s line %d (byte %d)", c.Source, c.File, c.Line, c.Offset)
+}
+
+// IsObjectBody reports whether the response body of a write on subresource
+// sub is the written object, not a Status (bindings, most deletes) or
+// another kind (a Scale).
+func IsObjectBody(sub string, body []byte) bool {
+	if len(body) == 0 || (sub != "" && sub != "status") {
+		return false
+	}
+	head := string(body[:min(len(body), len(`{"kind":"Status"`))])
+	return !strings.HasPrefix(head, `{"kind":"Status"`) && !strings.HasPrefix(head, `{"kind":"Scale"`)
 }

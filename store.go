@@ -1,6 +1,9 @@
 package cpid
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // RecordWriter stores batches of records; the storage engines implement it.
 // Writing the same batch twice must store nothing the second time (records
@@ -8,4 +11,149 @@ import "context"
 // checkpoints. It is safe for concurrent use.
 type RecordWriter interface {
 	Write(ctx context.Context, b *Batch) (Written, error)
+}
+
+// Watermark is where the last reconstruct run stopped. Writes received up
+// to CutoffNS are final; later ones were derived provisionally and are
+// redone by the next run, which goes on from EngineData, the state of
+// reconstruct's engine at the cutoff.
+type Watermark struct {
+	CutoffNS   int64
+	EventID    int64 // the last audit event id seen
+	LogID      int64 // the last log record id seen
+	HasState   bool
+	EngineData []byte
+}
+
+// WriteEvent is a write as the audit log saw it at its last stage: a
+// create, update, patch, delete or deletecollection, on an object or one of
+// its subresources, with the stored id that orders everything derived.
+type WriteEvent struct {
+	ID              int64
+	AuditID         string
+	Verb            string
+	APIGroup        string
+	Resource        string
+	Subresource     string
+	Namespace       string
+	Name            string
+	UID             string
+	ResourceVersion string
+	Username        string
+	UserAgent       string
+	Code            int
+	ReceivedNS      int64
+	StageNS         int64
+	CPID            string
+	Ancestors       []string
+	OwnerRefs       json.RawMessage
+	// Response is the response body when the scan asked for its resource
+	// (WriteScan.Bodies), Request the request body.
+	Response json.RawMessage
+	Request  json.RawMessage
+	// File is the path of the input the event was read from.
+	File string
+}
+
+// WriteScan selects the writes a reconstruct run reads: received after
+// AfterNS, with id at most UpToID, not of an Ignored resource ("leases") or
+// resource/subresource ("serviceaccounts/token"), with the response body of
+// the Bodies resources only.
+type WriteScan struct {
+	AfterNS, UpToID int64
+	Ignored         []string
+	Bodies          []string
+}
+
+// LogEntry is a stored controller log record, as reconstruct reads it.
+type LogEntry struct {
+	ID     int64
+	TimeNS int64
+	Msg    string
+	Fields []byte
+}
+
+// DerivedStore is what a reconstruct run reads and writes; the storage
+// engines implement it. Reads see a consistent snapshot each.
+type DerivedStore interface {
+	// Watermark reads where the last run stopped.
+	Watermark(ctx context.Context) (Watermark, error)
+	// LastIDs returns the highest audit event and log record ids stored.
+	LastIDs(ctx context.Context) (event, log int64, err error)
+	// Late counts what was stored after the watermark and belongs before
+	// its cutoff: writes received before it, and log records of message
+	// msg logged before it.
+	Late(ctx context.Context, w Watermark, msg string) (int64, error)
+	// LatestWrite returns the latest receive time of a write with id at
+	// most upToID, 0 when none.
+	LatestWrite(ctx context.Context, upToID int64) (int64, error)
+	// ScanWrites calls fn for the writes q selects, in the order the
+	// apiserver received them, then id. fn may keep what it is given.
+	ScanWrites(ctx context.Context, q WriteScan, fn func(*WriteEvent) error) error
+	// ScanLogs calls fn for the log records with afterID < id <= upToID
+	// whose message is one of msgs, in id order.
+	ScanLogs(ctx context.Context, afterID, upToID int64, msgs []string, fn func(LogEntry) error) error
+	// ScanMergelogs calls fn for every stored mergelog that is final at the
+	// cutoff (from a log, or from a write received up to it), oldest first.
+	ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(Mergelog) error) error
+	// DeleteMergelogs deletes the mergelogs of cpids and their edges, in one
+	// transaction.
+	DeleteMergelogs(ctx context.Context, cpids []string) error
+	// Derive opens what a run stores its rows through.
+	Derive(ctx context.Context, m DeriveMode) (DeriveTx, error)
+}
+
+// DeriveMode says what a run replaces and how it stores.
+type DeriveMode struct {
+	// Full clears every derived row first; otherwise what was derived from
+	// writes received after RedoNS is deleted.
+	Full   bool
+	RedoNS int64
+	// Bulk (a full rebuild in one transaction) lets the engine drop the
+	// derived tables' indexes while it loads and build them in Finish;
+	// (cpid, origin) uniqueness of mergelogs is then the caller's to keep.
+	Bulk bool
+}
+
+// DeriveTx stores a run's rows. Everything up to Finish is in one
+// transaction, unless Step commits it and opens the next; a run abandoned
+// before Finish leaves the old watermark, so the next run redoes it.
+type DeriveTx interface {
+	// Save stores rows. Mergelogs that repeat a stored (cpid, origin) are
+	// skipped, with their sources.
+	Save(ctx context.Context, d *Derived) error
+	// Step commits what is stored so far and goes on in a new transaction.
+	Step(ctx context.Context) error
+	// Revisions reads back the stored writes of an object, for renumbering.
+	Revisions(ctx context.Context, k ObjectKey) ([]Placed, error)
+	// ChangeWrites reads back the stored writes of a change, for its summary.
+	ChangeWrites(ctx context.Context, change string) ([]Write, error)
+	// Renumber sets the places of writes.
+	Renumber(ctx context.Context, ps []Placed) error
+	// Summarize sets the summaries of changes.
+	Summarize(ctx context.Context, cs []ChangeSummary) error
+	// Finish builds what Bulk dropped, stores the watermark and commits.
+	Finish(ctx context.Context, w Watermark) error
+	// Abort rolls back what was not committed.
+	Abort()
+}
+
+// Placed is a write's place among its object's writes.
+type Placed struct {
+	EventID         int64
+	ResourceVersion string
+	StageNS         int64
+	Seq             int
+	OrderBy         string
+}
+
+// ChangeSummary is what a change amounts to: when it settled (its last
+// write), how many writes and objects, and its slowest hop (the event of
+// the slowest hop, 0 when no write of the change has a cause).
+type ChangeSummary struct {
+	ID                string
+	SettledNS         int64
+	Writes, Objects   int
+	SlowestHopNS      int64
+	SlowestHopEventID int64
 }

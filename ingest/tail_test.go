@@ -18,6 +18,7 @@ import (
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -483,7 +484,10 @@ func TestTailReconstructs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	tl := &ingest.Tailer{Sink: st, Paths: h.paths, Poll: 10 * time.Millisecond, ReconstructEvery: 20 * time.Millisecond,
-		Reconstruct: func(ctx context.Context) error { _, err := st.Reconstruct(ctx, false); return err }}
+		Reconstruct: func(ctx context.Context) error {
+			_, err := reconstruct.Run(ctx, st, reconstruct.Options{Full: false, Family: ingest.Family})
+			return err
+		}}
 	go func() { done <- tl.Run(ctx) }()
 	defer func() {
 		cancel()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // anomalies flags what a reconstruction must not hide (seed 003: time travel
@@ -26,11 +28,11 @@ func (en *Engine) anomalies(o *Object, e *Event) {
 			// Writes reach the object in etcd order; if their apiserver
 			// times say otherwise and they come from two logs, the
 			// apiservers' clocks disagree.
-			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "clock-skew", EventID: e.ID, Key: o.Key,
+			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "clock-skew", EventID: e.ID, Key: o.Key,
 				Detail: fmt.Sprintf("resourceVersion %d from %s is earlier than %d from %s, but its time is later",
 					rv, e.Source, o.lastRV, o.lastSource)})
 		case rv < o.lastRV:
-			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "rv-backwards", EventID: e.ID, Key: o.Key,
+			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "rv-backwards", EventID: e.ID, Key: o.Key,
 				Detail: fmt.Sprintf("resourceVersion %d after %d", rv, o.lastRV)})
 		default:
 			o.lastRV, o.lastSource = rv, e.Source
@@ -39,7 +41,7 @@ func (en *Engine) anomalies(o *Object, e *Event) {
 	if e.hashRequest(); e.hasReq && e.Verb != "delete" {
 		h := e.reqHash
 		if h == o.lastReq {
-			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "repeated-write", EventID: e.ID, Key: o.Key,
+			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "repeated-write", EventID: e.ID, Key: o.Key,
 				Detail: "same request as the previous write by " + ClassifyWriter(e.Username, e.UserAgent).Name})
 		}
 		o.lastReq = h
@@ -64,7 +66,7 @@ func (en *Engine) transitions(o *Object, e *Event) {
 		}
 		prev, ok := o.conds[c.Type]
 		if ok && t.UnixNano() < prev {
-			en.Anomalies = append(en.Anomalies, Anomaly{Kind: "transition-backwards", EventID: e.ID, Key: o.Key,
+			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "transition-backwards", EventID: e.ID, Key: o.Key,
 				Detail: fmt.Sprintf("condition %s lastTransitionTime %s before %s", c.Type,
 					t.UTC().Format(time.RFC3339), time.Unix(0, prev).UTC().Format(time.RFC3339))})
 		}

@@ -6,21 +6,22 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/google/uuid"
 )
 
 // Object is what the engine knows of one object: its identity, the fields
 // the rules read, and its latest writes.
 type Object struct {
-	Key       ObjectKey
+	Key       cpid.ObjectKey
 	UID       string
-	OwnerRefs []OwnerRef
+	OwnerRefs []cpid.OwnerRef
 	NodeName  string // Pods: spec.nodeName
 	// ServiceName, Targets and PrevTargets are for EndpointSlices and
 	// Endpoints: the Service and the Pods listed now and before the write.
 	ServiceName string
-	Targets     []ObjectKey
-	PrevTargets []ObjectKey
+	Targets     []cpid.ObjectKey
+	PrevTargets []cpid.ObjectKey
 
 	// last and prev are the two latest successful writes, so that a write
 	// received while another to the same object was in flight finds the one
@@ -83,62 +84,18 @@ func (o *Object) observed(t int64) *Ref {
 
 // State is the engine's view of the cluster: objects by key and by UID.
 type State struct {
-	objects map[ObjectKey]*Object
-	byUID   map[string]ObjectKey
+	objects map[cpid.ObjectKey]*Object
+	byUID   map[string]cpid.ObjectKey
 }
 
 // ByUID finds an object by metadata.uid.
-func (s *State) ByUID(uid string) (ObjectKey, bool) {
+func (s *State) ByUID(uid string) (cpid.ObjectKey, bool) {
 	k, ok := s.byUID[uid]
 	return k, ok
 }
 
 // Object returns the object of key, nil when the engine has not seen it.
-func (s *State) Object(k ObjectKey) *Object { return s.objects[k] }
-
-// Write is the reconstruction of one write: who, which CPID it carries and
-// where that came from, what caused it, and the change it belongs to.
-type Write struct {
-	EventID int64
-	StageNS int64
-	// ResourceVersion is the event's, for ordering the object's revisions.
-	ResourceVersion string
-	Key             ObjectKey
-	Writer          Writer
-	Attempt         bool // failed: not a revision
-	CPID            string
-	// CPIDOrigin: "root" (a user's change), "annotation" (the object carried
-	// it), "inferred" (derived from the causes), "background" (a
-	// controller write nothing explains: it has no CPID).
-	CPIDOrigin   string
-	CauseEventID int64
-	Rule         string
-	ChangeID     string
-	// HopNS is the hop latency: from the cause becoming visible to this
-	// write completing.
-	HopNS int64
-	// Seq is the write's place among its object's writes (1-based) and
-	// OrderBy what it was ordered by, "resourceVersion" or "time". When a
-	// write arrives out of that order, its object is listed in
-	// Output.Reorder and the store renumbers the object's writes.
-	Seq     int
-	OrderBy string
-}
-
-// Change is a root change: a user's write and everything it caused.
-type Change struct {
-	ID      string // the root CPID: the object's when the user stamped one, else the write's auditID
-	EventID int64
-	StartNS int64
-}
-
-// Anomaly is something in the logs that a reconstruction must not hide.
-type Anomaly struct {
-	Kind    string // rv-backwards, repeated-write, transition-backwards
-	EventID int64
-	Key     ObjectKey
-	Detail  string
-}
+func (s *State) Object(k cpid.ObjectKey) *Object { return s.objects[k] }
 
 // Engine turns writes, fed in apiserver order, into Writes, Mergelogs,
 // Changes and Anomalies. It is not safe for concurrent use.
@@ -148,47 +105,32 @@ type Engine struct {
 	// recorded says, per CPID, which origins already have a mergelog for it.
 	recorded map[string]uint8
 
-	// Output accumulates what Process emits until Drain takes it.
-	Output
-}
-
-// Output is what the engine emitted since the last Drain.
-type Output struct {
-	Writes    []Write
-	Mergelogs []Emitted
-	Changes   []Change
-	Anomalies []Anomaly
-	Spans     []Span
-	// Reorder lists the objects a write reached out of order: their
-	// writes must be renumbered from all of them (OrderRevisions).
-	Reorder map[ObjectKey]bool
-	// Relabel lists the objects turned to time order whose earlier writes
-	// keep their places: their order_by becomes "time".
-	Relabel map[ObjectKey]bool
+	// Derived accumulates what Process emits until Drain takes it.
+	cpid.Derived
 }
 
 // Drain returns what the engine emitted since the last Drain and starts
 // afresh, so that a long run can be stored while it goes on.
-func (en *Engine) Drain() Output {
-	out := en.Output
-	en.Output = Output{Writes: make([]Write, 0, cap(out.Writes))}
+func (en *Engine) Drain() cpid.Derived {
+	out := en.Derived
+	en.Derived = cpid.Derived{Writes: make([]cpid.Write, 0, cap(out.Writes))}
 	return out
 }
 
 // NewEngine returns an engine with an empty state and graph.
 func NewEngine() *Engine {
 	return &Engine{
-		State:    State{objects: map[ObjectKey]*Object{}, byUID: map[string]ObjectKey{}},
+		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}},
 		Graph:    NewGraph(),
 		recorded: map[string]uint8{},
 	}
 }
 
-func originBit(o Origin) uint8 {
+func originBit(o cpid.Origin) uint8 {
 	switch o {
-	case OriginLog:
+	case cpid.OriginLog:
 		return 1
-	case OriginAnnotation:
+	case cpid.OriginAnnotation:
 		return 2
 	}
 	return 4
@@ -196,31 +138,24 @@ func originBit(o Origin) uint8 {
 
 // has reports whether a mergelog of that origin was recorded for cpid; a
 // CPID known only as the source of another's mergelog has none.
-func (en *Engine) has(cpid string, o Origin) bool { return en.recorded[cpid]&originBit(o) != 0 }
+func (en *Engine) has(cpid string, o cpid.Origin) bool { return en.recorded[cpid]&originBit(o) != 0 }
 
 // hasAny reports whether any mergelog was recorded for cpid.
 func (en *Engine) hasAny(cpid string) bool { return en.recorded[cpid] != 0 }
 
-// Emitted is a mergelog the engine emitted and the write that showed it (0
-// for a mergelog read from a controller's log).
-type Emitted struct {
-	Mergelog
-	EventID int64
-}
-
 // AddMergelog adds a mergelog read from a controller's log (origin log) or
 // elsewhere to the graph and the output.
-func (en *Engine) AddMergelog(m Mergelog) error {
+func (en *Engine) AddMergelog(m cpid.Mergelog) error {
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
 	en.recorded[m.CPID] |= originBit(m.Origin)
-	en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m})
+	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m})
 	return nil
 }
 
 // AddSpan adds a controller span read from a log.
-func (en *Engine) AddSpan(s Span) { en.Spans = append(en.Spans, s) }
+func (en *Engine) AddSpan(s cpid.Span) { en.Spans = append(en.Spans, s) }
 
 // inferredCPID derives the CPID of an inferred merge from the write, so that
 // a rebuild mints the same one: a version 5 UUID of the auditID.
@@ -243,7 +178,7 @@ func (en *Engine) Process(e *Event) {
 		o = &Object{Key: key}
 		en.objects[key] = o
 	}
-	w := Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
+	w := cpid.Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
 	en.number(o, e, &w)
 	if !w.Attempt {
 		en.learn(o, e)
@@ -269,9 +204,9 @@ func (en *Engine) Process(e *Event) {
 	}
 	if w.CPIDOrigin == "root" {
 		if !en.hasAny(w.CPID) {
-			en.emit(e, Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
+			en.emit(e, cpid.Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginInferred})
 		}
-		en.Changes = append(en.Changes, Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS})
+		en.Changes = append(en.Changes, cpid.Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS})
 	}
 	ref := &Ref{EventID: e.ID, ReceivedNS: e.ReceivedNS, StageNS: e.StageNS, CPID: w.CPID, Change: w.ChangeID}
 	switch {
@@ -320,7 +255,7 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 // the causes, with the one the object carries, are merged as Algorithm 1
 // does: reuse the CPID that descends from all others, else mint one and
 // emit a mergelog whose sources are the maximal CPIDs.
-func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
+func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) {
 	// The change: the most recent user change among the causes; the cause:
 	// the latest write of that change, the one that triggered this write.
 	var best *cause
@@ -359,9 +294,9 @@ func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
 	// An instrumented writer put a new CPID on the object: take it as it is.
 	if e.CPID != "" && e.CPID != prevCPID && !w.Attempt {
 		w.CPID, w.CPIDOrigin = e.CPID, "annotation"
-		if !en.has(e.CPID, OriginAnnotation) && (len(e.Ancestors) > 0 || !en.hasAny(e.CPID)) {
+		if !en.has(e.CPID, cpid.OriginAnnotation) && (len(e.Ancestors) > 0 || !en.hasAny(e.CPID)) {
 			src := en.Graph.Maximal(e.Ancestors)
-			en.emit(e, Mergelog{CPID: e.CPID, Sources: src, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginAnnotation})
+			en.emit(e, cpid.Mergelog{CPID: e.CPID, Sources: src, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginAnnotation})
 		}
 		return
 	}
@@ -389,20 +324,20 @@ func (en *Engine) decide(e *Event, o *Object, w *Write, causes []cause) {
 	default:
 		w.CPID, w.CPIDOrigin = inferredCPID(e), "inferred"
 		if !w.Attempt {
-			en.emit(e, Mergelog{CPID: w.CPID, Sources: maximal, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: OriginInferred})
+			en.emit(e, cpid.Mergelog{CPID: w.CPID, Sources: maximal, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginInferred})
 		}
 	}
 }
 
-func (en *Engine) emit(e *Event, m Mergelog) {
+func (en *Engine) emit(e *Event, m cpid.Mergelog) {
 	if err := en.Graph.Add(m); err != nil {
 		// Only corrupt input can close a cycle (CPIDs are random): say so.
-		en.Anomalies = append(en.Anomalies, Anomaly{Kind: "merge-cycle", EventID: e.ID, Key: e.Key(),
+		en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "merge-cycle", EventID: e.ID, Key: e.Key(),
 			Detail: fmt.Sprintf("mergelog %v -> %s refused: %v", m.Sources, m.CPID, err)})
 		return
 	}
 	en.recorded[m.CPID] |= originBit(m.Origin)
-	en.Mergelogs = append(en.Mergelogs, Emitted{Mergelog: m, EventID: e.ID})
+	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, EventID: e.ID})
 }
 
 // learn updates what the engine knows of o from a successful write, and
@@ -427,7 +362,7 @@ func (en *Engine) learn(o *Object, e *Event) {
 // resourceVersion that does not parse turns the object to time order: the
 // earlier writes keep their places if they came in time order too (listed
 // in Relabel: only their order_by changes), else the object is reordered.
-func (en *Engine) number(o *Object, e *Event, w *Write) {
+func (en *Engine) number(o *Object, e *Event, w *cpid.Write) {
 	rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64)
 	kt := ordKey{NS: e.StageNS, ID: e.ID}
 	kr := ordKey{RV: rv, NS: e.StageNS, ID: e.ID}
@@ -462,12 +397,12 @@ func (en *Engine) number(o *Object, e *Event, w *Write) {
 	switch {
 	case reorder:
 		if en.Reorder == nil {
-			en.Reorder = map[ObjectKey]bool{}
+			en.Reorder = map[cpid.ObjectKey]bool{}
 		}
 		en.Reorder[o.Key] = true
 	case relabel:
 		if en.Relabel == nil {
-			en.Relabel = map[ObjectKey]bool{}
+			en.Relabel = map[cpid.ObjectKey]bool{}
 		}
 		en.Relabel[o.Key] = true
 	}

@@ -3,6 +3,8 @@ package reconstruct
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Event is one write request as the audit log saw it at its last stage: a
@@ -30,7 +32,7 @@ type Event struct {
 	// write (annotation v1.cpid.dev/cpid), empty when none.
 	CPID      string
 	Ancestors []string
-	OwnerRefs []OwnerRef
+	OwnerRefs []cpid.OwnerRef
 	// Object is the object after the write when the audit log has it (the
 	// response body of a RequestResponse event, when that is the object and
 	// not a Status); Request is the request body (the patch, for a patch).
@@ -47,35 +49,9 @@ type Event struct {
 	reqHash [20]byte // of Request (hashRequest)
 }
 
-// OwnerRef is one metadata.ownerReferences entry.
-type OwnerRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
-	Controller bool   `json:"controller,omitempty"`
-}
-
-// ObjectKey names an object: the subresource of a write is a write of its
-// object (a binding or a status update changes the Pod).
-type ObjectKey struct {
-	Group, Resource, Namespace, Name string
-}
-
-func (k ObjectKey) String() string {
-	r := k.Resource
-	if k.Group != "" {
-		r += "." + k.Group
-	}
-	if k.Namespace != "" {
-		return r + "/" + k.Namespace + "/" + k.Name
-	}
-	return r + "/" + k.Name
-}
-
 // Key is the object the event wrote.
-func (e *Event) Key() ObjectKey {
-	return ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
+func (e *Event) Key() cpid.ObjectKey {
+	return cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
 }
 
 // Failed reports a write that did not change the object: a 4xx or 5xx
@@ -105,14 +81,6 @@ var Ignored = map[string]bool{
 	"serviceaccounts/token":     true,
 }
 
-// Writer is who made a write, as a person would name it.
-type Writer struct {
-	Name string // "deployment-controller", "kube-scheduler", "kubectl (kubernetes-admin)"
-	// User is true for a person or their automation (kubectl, helm, CI): their
-	// writes start changes. Controllers, nodes and the apiserver itself react.
-	User bool
-}
-
 // userAgents whose writes are a person's, whatever identity they use (a CI
 // job running kubectl with a service account token is still a user change).
 var userAgents = []string{"kubectl/", "helm/", "k9s/", "kustomize/", "argocd", "flux", "terraform"}
@@ -127,30 +95,30 @@ var controllerAgents = []string{"kube-controller-manager/", "kube-scheduler/", "
 // service account is the controller of that name; any other system:
 // identity is the control plane; a known controller user agent is that
 // controller; anything else is a user.
-func ClassifyWriter(username, userAgent string) Writer {
+func ClassifyWriter(username, userAgent string) cpid.Writer {
 	for _, p := range userAgents {
 		if strings.HasPrefix(userAgent, p) {
-			return Writer{Name: agentName(userAgent) + " (" + username + ")", User: true}
+			return cpid.Writer{Name: agentName(userAgent) + " (" + username + ")", User: true}
 		}
 	}
 	switch {
 	case strings.HasPrefix(username, "system:serviceaccount:"):
 		parts := strings.Split(username, ":")
-		return Writer{Name: parts[len(parts)-1]}
+		return cpid.Writer{Name: parts[len(parts)-1]}
 	case strings.HasPrefix(username, "system:node:"):
-		return Writer{Name: "kubelet " + strings.TrimPrefix(username, "system:node:")}
+		return cpid.Writer{Name: "kubelet " + strings.TrimPrefix(username, "system:node:")}
 	case strings.HasPrefix(username, "system:"):
-		return Writer{Name: strings.TrimPrefix(username, "system:")}
+		return cpid.Writer{Name: strings.TrimPrefix(username, "system:")}
 	}
 	for _, p := range controllerAgents {
 		if strings.HasPrefix(userAgent, p) {
-			return Writer{Name: agentName(userAgent)}
+			return cpid.Writer{Name: agentName(userAgent)}
 		}
 	}
 	if username == "" {
-		return Writer{Name: agentName(userAgent), User: true}
+		return cpid.Writer{Name: agentName(userAgent), User: true}
 	}
-	return Writer{Name: agentName(userAgent) + " (" + username + ")", User: true}
+	return cpid.Writer{Name: agentName(userAgent) + " (" + username + ")", User: true}
 }
 
 // agentName is the program of a user agent: "kubectl/v1.37.2 (linux)" -> "kubectl".

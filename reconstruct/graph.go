@@ -6,32 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/cpid-dev/cpid"
 )
-
-// Origin says where a mergelog came from.
-type Origin string
-
-const (
-	// OriginLog marks a mergelog that an instrumented controller wrote to
-	// its log; it is exact.
-	OriginLog Origin = "log"
-	// OriginAnnotation marks a mergelog derived from the ancestor CPIDs on
-	// an object; it is exact when the list was not truncated.
-	OriginAnnotation Origin = "annotation"
-	// OriginInferred marks a mergelog inferred from the audit log for a
-	// writer that carries no CPID.
-	OriginInferred Origin = "inferred"
-)
-
-// Mergelog is one merge (paper Table 1): Sources -> CPID. A root, the start
-// of a change, has no sources.
-type Mergelog struct {
-	CPID    string
-	Sources []string
-	TimeNS  int64
-	Service string // the controller (or user) that wrote the merge
-	Origin  Origin
-}
 
 // ErrCycle is returned by Graph.Add for a mergelog whose CPID is one of its
 // sources' ancestors. CPIDs are random, so a cycle means corrupt input.
@@ -121,7 +98,7 @@ func NewGraph() *Graph {
 // source takes the earliest TimeNS of the mergelogs naming it until its own
 // mergelog arrives. A mergelog that would close a cycle is refused with
 // ErrCycle and nothing of it is added.
-func (g *Graph) Add(m Mergelog) error {
+func (g *Graph) Add(m cpid.Mergelog) error {
 	if m.CPID == "" {
 		return errors.New("add mergelog: empty CPID")
 	}
@@ -372,18 +349,18 @@ func (g *Graph) list(head int32) []int32 {
 
 // Mergelog returns the mergelog of cpid as merged by Add, with the sources
 // still in the graph. It reports false for a CPID only named as a source.
-func (g *Graph) Mergelog(cpid string) (Mergelog, bool) {
-	id, ok := g.ids[cpid]
+func (g *Graph) Mergelog(cid string) (cpid.Mergelog, bool) {
+	id, ok := g.ids[cid]
 	if !ok || !g.nodes[id].logged {
-		return Mergelog{}, false
+		return cpid.Mergelog{}, false
 	}
 	n := &g.nodes[id]
-	return Mergelog{
-		CPID:    cpid,
+	return cpid.Mergelog{
+		CPID:    cid,
 		Sources: g.namesOf(g.list(n.src)),
 		TimeNS:  n.timeNS,
 		Service: g.labels[n.service],
-		Origin:  Origin(g.labels[n.origin]),
+		Origin:  cpid.Origin(g.labels[n.origin]),
 	}, true
 }
 

@@ -10,14 +10,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/google/go-cmp/cmp"
 )
 
 // figure7 returns the mergelogs of the merge graph of the paper's Figure 7,
 // deduced from Table 2: 1->3, 2->3, 3->5, 4->5, 2->7, 4->7, 6->7 and 8
 // alone. CPID k is written at time 10k.
-func figure7() []Mergelog {
-	return []Mergelog{
+func figure7() []cpid.Mergelog {
+	return []cpid.Mergelog{
 		{CPID: "1", TimeNS: 10},
 		{CPID: "2", TimeNS: 20},
 		{CPID: "3", Sources: []string{"1", "2"}, TimeNS: 30},
@@ -29,7 +30,7 @@ func figure7() []Mergelog {
 	}
 }
 
-func build(t testing.TB, ms []Mergelog) *Graph {
+func build(t testing.TB, ms []cpid.Mergelog) *Graph {
 	t.Helper()
 	g := NewGraph()
 	for _, m := range ms {
@@ -105,7 +106,7 @@ func TestRelatedTable2(t *testing.T) {
 	rand.New(rand.NewPCG(7, 7)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	for _, tc := range []struct {
 		name string
-		ms   []Mergelog
+		ms   []cpid.Mergelog
 	}{
 		{"in order", figure7()},
 		{"reversed", reversed},
@@ -223,65 +224,65 @@ func TestMaximal(t *testing.T) {
 func TestAdd(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		ms      []Mergelog
-		bad     Mergelog // added last; refused when wantErr
-		wantErr error    // nil: bad is accepted
+		ms      []cpid.Mergelog
+		bad     cpid.Mergelog // added last; refused when wantErr
+		wantErr error         // nil: bad is accepted
 		cpid    string
-		want    Mergelog
+		want    cpid.Mergelog
 		wantOK  bool
 	}{
 		{
 			name:   "root",
-			bad:    Mergelog{CPID: "a", TimeNS: 5, Service: "kubectl", Origin: OriginLog},
+			bad:    cpid.Mergelog{CPID: "a", TimeNS: 5, Service: "kubectl", Origin: cpid.OriginLog},
 			cpid:   "a",
-			want:   Mergelog{CPID: "a", TimeNS: 5, Service: "kubectl", Origin: OriginLog},
+			want:   cpid.Mergelog{CPID: "a", TimeNS: 5, Service: "kubectl", Origin: cpid.OriginLog},
 			wantOK: true,
 		},
 		{
 			name:   "sources union, earliest time wins",
-			ms:     []Mergelog{{CPID: "c", Sources: []string{"a"}, TimeNS: 20, Service: "late", Origin: OriginInferred}},
-			bad:    Mergelog{CPID: "c", Sources: []string{"b", "a", "", "b"}, TimeNS: 10, Service: "early", Origin: OriginLog},
+			ms:     []cpid.Mergelog{{CPID: "c", Sources: []string{"a"}, TimeNS: 20, Service: "late", Origin: cpid.OriginInferred}},
+			bad:    cpid.Mergelog{CPID: "c", Sources: []string{"b", "a", "", "b"}, TimeNS: 10, Service: "early", Origin: cpid.OriginLog},
 			cpid:   "c",
-			want:   Mergelog{CPID: "c", Sources: []string{"a", "b"}, TimeNS: 10, Service: "early", Origin: OriginLog},
+			want:   cpid.Mergelog{CPID: "c", Sources: []string{"a", "b"}, TimeNS: 10, Service: "early", Origin: cpid.OriginLog},
 			wantOK: true,
 		},
 		{
 			name:   "later mergelog keeps the earlier",
-			ms:     []Mergelog{{CPID: "c", Sources: []string{"a"}, TimeNS: 10, Service: "early", Origin: OriginLog}},
-			bad:    Mergelog{CPID: "c", Sources: []string{"b"}, TimeNS: 20, Service: "late", Origin: OriginInferred},
+			ms:     []cpid.Mergelog{{CPID: "c", Sources: []string{"a"}, TimeNS: 10, Service: "early", Origin: cpid.OriginLog}},
+			bad:    cpid.Mergelog{CPID: "c", Sources: []string{"b"}, TimeNS: 20, Service: "late", Origin: cpid.OriginInferred},
 			cpid:   "c",
-			want:   Mergelog{CPID: "c", Sources: []string{"a", "b"}, TimeNS: 10, Service: "early", Origin: OriginLog},
+			want:   cpid.Mergelog{CPID: "c", Sources: []string{"a", "b"}, TimeNS: 10, Service: "early", Origin: cpid.OriginLog},
 			wantOK: true,
 		},
 		{
 			name: "source only has no mergelog",
-			bad:  Mergelog{CPID: "c", Sources: []string{"a"}, TimeNS: 10},
+			bad:  cpid.Mergelog{CPID: "c", Sources: []string{"a"}, TimeNS: 10},
 			cpid: "a",
 		},
 		{
 			name:   "own mergelog replaces the estimate",
-			ms:     []Mergelog{{CPID: "c", Sources: []string{"a"}, TimeNS: 10}},
-			bad:    Mergelog{CPID: "a", TimeNS: 30, Service: "kubectl", Origin: OriginAnnotation},
+			ms:     []cpid.Mergelog{{CPID: "c", Sources: []string{"a"}, TimeNS: 10}},
+			bad:    cpid.Mergelog{CPID: "a", TimeNS: 30, Service: "kubectl", Origin: cpid.OriginAnnotation},
 			cpid:   "a",
-			want:   Mergelog{CPID: "a", TimeNS: 30, Service: "kubectl", Origin: OriginAnnotation},
+			want:   cpid.Mergelog{CPID: "a", TimeNS: 30, Service: "kubectl", Origin: cpid.OriginAnnotation},
 			wantOK: true,
 		},
 		{
 			name:    "self loop",
-			bad:     Mergelog{CPID: "a", Sources: []string{"a"}},
+			bad:     cpid.Mergelog{CPID: "a", Sources: []string{"a"}},
 			wantErr: ErrCycle,
 			cpid:    "a",
 		},
 		{
 			name:    "cycle",
-			ms:      []Mergelog{{CPID: "b", Sources: []string{"a"}}, {CPID: "c", Sources: []string{"b"}}},
-			bad:     Mergelog{CPID: "a", Sources: []string{"x", "c"}, TimeNS: 99},
+			ms:      []cpid.Mergelog{{CPID: "b", Sources: []string{"a"}}, {CPID: "c", Sources: []string{"b"}}},
+			bad:     cpid.Mergelog{CPID: "a", Sources: []string{"x", "c"}, TimeNS: 99},
 			wantErr: ErrCycle,
 			cpid:    "a",
 		},
 		{
 			name:    "empty CPID",
-			bad:     Mergelog{Sources: []string{"a"}},
+			bad:     cpid.Mergelog{Sources: []string{"a"}},
 			wantErr: errors.New(""),
 			cpid:    "a",
 		},
@@ -315,10 +316,10 @@ func TestAdd(t *testing.T) {
 // randomDAG returns mergelogs of a random DAG of n CPIDs ("c000"...), in a
 // topological order: CPID i draws its sources from the CPIDs before it.
 // Some roots have no mergelog and are only named as sources.
-func randomDAG(r *rand.Rand, n int) []Mergelog {
-	var ms []Mergelog
+func randomDAG(r *rand.Rand, n int) []cpid.Mergelog {
+	var ms []cpid.Mergelog
 	for i := range n {
-		m := Mergelog{CPID: fmt.Sprintf("c%03d", i), TimeNS: int64(i)}
+		m := cpid.Mergelog{CPID: fmt.Sprintf("c%03d", i), TimeNS: int64(i)}
 		if i > 0 && r.IntN(4) != 0 {
 			for range 1 + r.IntN(3) {
 				// Mostly a recent CPID, as real chains are.
@@ -338,7 +339,7 @@ func randomDAG(r *rand.Rand, n int) []Mergelog {
 
 // closure returns, for each CPID of ms, the set of CPIDs reachable from it,
 // itself included, computed the slow way.
-func closure(ms []Mergelog) map[string]map[string]bool {
+func closure(ms []cpid.Mergelog) map[string]map[string]bool {
 	children := map[string][]string{}
 	reach := map[string]map[string]bool{}
 	for _, m := range ms {
@@ -443,7 +444,7 @@ func TestRandomDAG(t *testing.T) {
 		// changes nothing.
 		for range 20 {
 			a, b := all[r.IntN(len(all))], all[r.IntN(len(all))]
-			err := g.Add(Mergelog{CPID: a, Sources: []string{"fresh", b}})
+			err := g.Add(cpid.Mergelog{CPID: a, Sources: []string{"fresh", b}})
 			if cyc := reach[a][b]; cyc != errors.Is(err, ErrCycle) {
 				t.Fatalf("seed %d: Add(%s <- %s): %v, cycle %v", seed, a, b, err, cyc)
 			}
@@ -460,7 +461,7 @@ func TestRandomDAG(t *testing.T) {
 
 // synthetic is a DAG shaped like real propagation, for the benchmarks.
 type synthetic struct {
-	ms   []Mergelog
+	ms   []cpid.Mergelog
 	apps [][]string // the CPIDs of each app, oldest first
 	// heads holds, per app, the CPID on each of its objects at the end.
 	heads [][]string
@@ -484,14 +485,14 @@ func syntheticGraph() synthetic {
 		s := &syntheticDAG
 		s.apps = make([][]string, nApps)
 		s.heads = make([][]string, nApps)
-		s.ms = make([]Mergelog, 0, total)
+		s.ms = make([]cpid.Mergelog, 0, total)
 		newCPID := func(app int) string {
 			c := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
 			s.apps[app] = append(s.apps[app], c)
 			return c
 		}
 		add := func(app int, srcs ...string) string {
-			m := Mergelog{CPID: newCPID(app), Sources: srcs, TimeNS: int64(len(s.ms)) * 1000, Service: "controller", Origin: OriginInferred}
+			m := cpid.Mergelog{CPID: newCPID(app), Sources: srcs, TimeNS: int64(len(s.ms)) * 1000, Service: "controller", Origin: cpid.OriginInferred}
 			s.ms = append(s.ms, m)
 			return m.CPID
 		}
@@ -534,7 +535,7 @@ func builtGraph(b *testing.B) (*Graph, synthetic) {
 	return benchGraph, s
 }
 
-func benchAdd(b *testing.B, ms []Mergelog) {
+func benchAdd(b *testing.B, ms []cpid.Mergelog) {
 	var g *Graph
 	for b.Loop() {
 		g = NewGraph()
@@ -675,7 +676,7 @@ func FuzzGraph(f *testing.F) {
 			case 0xf:
 				g.Prune(Budget{OlderThanNS: int64(op & 15)})
 			default:
-				m := Mergelog{CPID: name(op >> 4), TimeNS: int64(i)}
+				m := cpid.Mergelog{CPID: name(op >> 4), TimeNS: int64(i)}
 				for j := range op & 3 {
 					m.Sources = append(m.Sources, name(op+j*3))
 				}

@@ -5,20 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// Span is a controller span (paper Table 3, plus a name and attributes).
-type Span struct {
-	CPID     string
-	SpanID   string
-	ParentID string
-	Service  string
-	Name     string
-	StartNS  int64
-	EndNS    int64
-	Attrs    json.RawMessage
-	LogID    int64 // log_records.id it was read from
-}
+	"github.com/cpid-dev/cpid"
+)
 
 type logRecord struct {
 	Format   int             `json:"cpid.format"`
@@ -49,25 +38,25 @@ func parseRecord(fields []byte) (logRecord, error) {
 
 // ParseMergelog reads a mergelog record from the fields of a log line; tsNS
 // is the line's time, the mergelog's timestamp.
-func ParseMergelog(fields []byte, tsNS int64) (Mergelog, error) {
+func ParseMergelog(fields []byte, tsNS int64) (cpid.Mergelog, error) {
 	r, err := parseRecord(fields)
 	if err != nil {
-		return Mergelog{}, fmt.Errorf("mergelog record: %w", err)
+		return cpid.Mergelog{}, fmt.Errorf("mergelog record: %w", err)
 	}
-	return Mergelog{CPID: r.CPID, Sources: r.Sources, TimeNS: tsNS, Service: r.Service, Origin: OriginLog}, nil
+	return cpid.Mergelog{CPID: r.CPID, Sources: r.Sources, TimeNS: tsNS, Service: r.Service, Origin: cpid.OriginLog}, nil
 }
 
 // ParseSpan reads a span record from the fields of a log line.
-func ParseSpan(fields []byte) (Span, error) {
+func ParseSpan(fields []byte) (cpid.Span, error) {
 	r, err := parseRecord(fields)
 	if err != nil {
-		return Span{}, fmt.Errorf("span record: %w", err)
+		return cpid.Span{}, fmt.Errorf("span record: %w", err)
 	}
 	start, err1 := time.Parse(time.RFC3339Nano, r.Start)
 	end, err2 := time.Parse(time.RFC3339Nano, r.End)
 	if err := errors.Join(err1, err2); err != nil || r.SpanID == "" {
-		return Span{}, fmt.Errorf("span record: bad span_id, start or end: %v", err)
+		return cpid.Span{}, fmt.Errorf("span record: bad span_id, start or end: %v", err)
 	}
-	return Span{CPID: r.CPID, SpanID: r.SpanID, ParentID: r.ParentID, Service: r.Service, Name: r.Name,
+	return cpid.Span{CPID: r.CPID, SpanID: r.SpanID, ParentID: r.ParentID, Service: r.Service, Name: r.Name,
 		StartNS: start.UnixNano(), EndNS: end.UnixNano(), Attrs: r.Attrs}, nil
 }

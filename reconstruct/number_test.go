@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // TestNumberMatchesOrderRevisions: the places the engine gives writes as
@@ -42,16 +44,16 @@ func TestNumberMatchesOrderRevisions(t *testing.T) {
 		}
 		// The store's view: rows by event ID, then Output applied.
 		type row struct {
-			key ObjectKey
+			key cpid.ObjectKey
 			seq int
 			by  string
 		}
 		rows := map[int64]*row{}
-		apply := func(out Output) {
+		apply := func(out cpid.Derived) {
 			for _, w := range out.Writes {
 				rows[w.EventID] = &row{w.Key, w.Seq, w.OrderBy}
 			}
-			objs := func(k ObjectKey) []*Event {
+			objs := func(k cpid.ObjectKey) []*Event {
 				var es []*Event
 				for _, e := range evs {
 					if rows[e.ID] != nil && e.Key() == k {
@@ -94,7 +96,7 @@ func TestNumberMatchesOrderRevisions(t *testing.T) {
 		}
 		apply(en.Drain())
 
-		byObj := map[ObjectKey][]*Event{}
+		byObj := map[cpid.ObjectKey][]*Event{}
 		for _, e := range evs {
 			byObj[e.Key()] = append(byObj[e.Key()], e)
 		}

@@ -2,8 +2,12 @@ package reconstruct
 
 import (
 	"cmp"
+	"context"
+	"math"
 	"slices"
 	"strings"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Budget bounds the merge graph for Prune.
@@ -127,4 +131,22 @@ func (g *Graph) unlinkSource(c, s int32) {
 		g.freeEdge = e
 		return
 	}
+}
+
+// PruneStore prunes the merge graph stored in st under the budget: it
+// rebuilds the graph from every stored mergelog, prunes it (Graph.Prune)
+// and, unless dryRun, deletes the removed CPIDs' mergelogs in one
+// transaction. It returns the removed CPIDs and how many the graph had.
+// Revisions keep their CPID; a later full reconstruct rebuilds the graph.
+func PruneStore(ctx context.Context, st cpid.DerivedStore, b Budget, dryRun bool) ([]string, int, error) {
+	g := NewGraph()
+	if err := st.ScanMergelogs(ctx, math.MaxInt64, g.Add); err != nil {
+		return nil, 0, err
+	}
+	before := g.Len()
+	removed := g.Prune(b)
+	if dryRun || len(removed) == 0 {
+		return removed, before, nil
+	}
+	return removed, before, st.DeleteMergelogs(ctx, removed)
 }

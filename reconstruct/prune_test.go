@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -14,13 +15,13 @@ func keepOf(cpids ...string) func(string) bool {
 }
 
 func TestPrune(t *testing.T) {
-	chain := []Mergelog{
+	chain := []cpid.Mergelog{
 		{CPID: "a", TimeNS: 1},
 		{CPID: "b", Sources: []string{"a"}, TimeNS: 2},
 		{CPID: "c", Sources: []string{"b"}, TimeNS: 3},
 		{CPID: "d", Sources: []string{"c"}, TimeNS: 4},
 	}
-	diamond := []Mergelog{
+	diamond := []cpid.Mergelog{
 		{CPID: "a", TimeNS: 1},
 		{CPID: "b", Sources: []string{"a"}, TimeNS: 2},
 		{CPID: "c", Sources: []string{"a"}, TimeNS: 3},
@@ -28,7 +29,7 @@ func TestPrune(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		ms      []Mergelog
+		ms      []cpid.Mergelog
 		budget  Budget
 		removed []string
 		related map[string][]string // of CPIDs that stay
@@ -58,7 +59,7 @@ func TestPrune(t *testing.T) {
 		},
 		{
 			name:    "diamond with a second root",
-			ms:      append(slices.Clone(diamond), Mergelog{CPID: "e", TimeNS: 5}, Mergelog{CPID: "d", Sources: []string{"e"}, TimeNS: 4}),
+			ms:      append(slices.Clone(diamond), cpid.Mergelog{CPID: "e", TimeNS: 5}, cpid.Mergelog{CPID: "d", Sources: []string{"e"}, TimeNS: 4}),
 			budget:  Budget{OlderThanNS: 2},
 			removed: []string{"a", "b", "c"},
 			related: map[string][]string{"e": {"d", "e"}},
@@ -107,7 +108,7 @@ func TestPrune(t *testing.T) {
 		},
 		{
 			name: "ties by CPID",
-			ms: []Mergelog{
+			ms: []cpid.Mergelog{
 				{CPID: "z", TimeNS: 1},
 				{CPID: "y", TimeNS: 1},
 				{CPID: "x", TimeNS: 2},
@@ -172,7 +173,7 @@ func TestPruneFigure7(t *testing.T) {
 		})
 	}
 	// A pruned CPID named again comes back as a new root.
-	if err := g.Add(Mergelog{CPID: "9", Sources: []string{"1", "8"}, TimeNS: 90}); err != nil {
+	if err := g.Add(cpid.Mergelog{CPID: "9", Sources: []string{"1", "8"}, TimeNS: 90}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"1", "9"}, g.Related("1")); diff != "" {

@@ -2,6 +2,8 @@ package reconstruct
 
 import (
 	"crypto/sha1"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Rule finds what caused a write by a controller that carries no CPID of its
@@ -14,7 +16,7 @@ type Rule struct {
 	Doc string
 	// Causes returns the objects that w reacted to, or nil when the rule
 	// does not apply.
-	Causes func(w *Event, o *Object, s *State) []ObjectKey
+	Causes func(w *Event, o *Object, s *State) []cpid.ObjectKey
 }
 
 // Rules is the table of inference rules, applied in order to every write of a
@@ -25,18 +27,18 @@ var Rules = []Rule{
 	{
 		Name: "self",
 		Doc:  "a write to an existing object (update, patch, status, binding, delete) follows the object's previous write",
-		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if w.Verb == "create" && w.Subresource == "" {
 				return nil
 			}
-			return []ObjectKey{o.Key}
+			return []cpid.ObjectKey{o.Key}
 		},
 	},
 	{
 		Name: "owner",
 		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes",
-		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
-			var out []ObjectKey
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
+			var out []cpid.ObjectKey
 			for _, r := range o.OwnerRefs {
 				if k, ok := s.ByUID(r.UID); ok {
 					out = append(out, k)
@@ -48,12 +50,12 @@ var Rules = []Rule{
 	{
 		Name: "service",
 		Doc:  "an EndpointSlice (label kubernetes.io/service-name) or Endpoints (same name) follows its Service",
-		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			switch {
 			case o.Key.Resource == "endpointslices" && o.ServiceName != "":
-				return []ObjectKey{{Resource: "services", Namespace: o.Key.Namespace, Name: o.ServiceName}}
+				return []cpid.ObjectKey{{Resource: "services", Namespace: o.Key.Namespace, Name: o.ServiceName}}
 			case o.Key.Resource == "endpoints" && o.Key.Group == "":
-				return []ObjectKey{{Resource: "services", Namespace: o.Key.Namespace, Name: o.Key.Name}}
+				return []cpid.ObjectKey{{Resource: "services", Namespace: o.Key.Namespace, Name: o.Key.Name}}
 			}
 			return nil
 		},
@@ -61,22 +63,22 @@ var Rules = []Rule{
 	{
 		Name: "targets",
 		Doc:  "an EndpointSlice or Endpoints follows the Pods it lists (targetRefs), before and after the write: a Pod that became ready, or went away",
-		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if len(o.Targets) == 0 && len(o.PrevTargets) == 0 {
 				return nil
 			}
-			out := append([]ObjectKey(nil), o.Targets...)
+			out := append([]cpid.ObjectKey(nil), o.Targets...)
 			return append(out, o.PrevTargets...)
 		},
 	},
 	{
 		Name: "node",
 		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted) follows its Node",
-		Causes: func(w *Event, o *Object, s *State) []ObjectKey {
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if o.Key.Resource != "pods" || o.NodeName == "" || ClassifyWriter(w.Username, w.UserAgent).Name != "node-controller" {
 				return nil
 			}
-			return []ObjectKey{{Resource: "nodes", Name: o.NodeName}}
+			return []cpid.ObjectKey{{Resource: "nodes", Name: o.NodeName}}
 		},
 	},
 }
@@ -196,12 +198,12 @@ func readBody(o *Object, e *Event) {
 	}
 }
 
-func appendTarget(ks []ObjectKey, t *targetRef, ns string) []ObjectKey {
+func appendTarget(ks []cpid.ObjectKey, t *targetRef, ns string) []cpid.ObjectKey {
 	if t == nil || t.Kind != "Pod" || t.Name == "" {
 		return ks
 	}
 	if t.Namespace != "" {
 		ns = t.Namespace
 	}
-	return append(ks, ObjectKey{Resource: "pods", Namespace: ns, Name: t.Name})
+	return append(ks, cpid.ObjectKey{Resource: "pods", Namespace: ns, Name: t.Name})
 }

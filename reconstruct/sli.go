@@ -3,19 +3,9 @@ package reconstruct
 import (
 	"encoding/json"
 	"sort"
-)
 
-// PodWrite is a write of a Pod created by a change, for the SLIs.
-type PodWrite struct {
-	Change        string
-	ChangeStartNS int64
-	Namespace     string
-	Name          string
-	Verb          string
-	Subresource   string
-	StageNS       int64
-	Object        json.RawMessage // the Pod after the write, when the audit log has it
-}
+	"github.com/cpid-dev/cpid"
+)
 
 // PodTimes are the milestones of one Pod of a change, in apiserver time (0:
 // not reached in the logs).
@@ -32,7 +22,7 @@ type PodTimes struct {
 
 // PodMilestones folds the writes of each Pod, in apiserver order, into its
 // milestones.
-func PodMilestones(ws []PodWrite) []PodTimes {
+func PodMilestones(ws []cpid.PodWrite) []PodTimes {
 	idx := map[[3]string]int{}
 	var out []PodTimes
 	for _, w := range ws {

@@ -3,6 +3,8 @@ package reconstruct
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/cpid-dev/cpid"
 )
 
 func TestSummarize(t *testing.T) {
@@ -38,7 +40,7 @@ func TestPodMilestones(t *testing.T) {
 			"status": map[string]any{"phase": phase, "conditions": []any{map[string]any{"type": "Ready", "status": ready}}}})
 		return b
 	}
-	ws := []PodWrite{
+	ws := []cpid.PodWrite{
 		{Change: "c", ChangeStartNS: 100, Namespace: "d", Name: "p", Verb: "create", StageNS: 110, Object: obj("", "Pending", "False")},
 		{Change: "c", ChangeStartNS: 100, Namespace: "d", Name: "p", Verb: "create", Subresource: "binding", StageNS: 130},
 		{Change: "c", ChangeStartNS: 100, Namespace: "d", Name: "p", Verb: "patch", Subresource: "status", StageNS: 150, Object: obj("n", "Running", "False")},

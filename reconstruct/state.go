@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // stateVersion changes whenever the saved form of the engine changes; a
@@ -11,13 +13,13 @@ import (
 const stateVersion = 2
 
 type savedObject struct {
-	Key         ObjectKey
+	Key         cpid.ObjectKey
 	UID         string           `json:",omitempty"`
-	OwnerRefs   []OwnerRef       `json:",omitempty"`
+	OwnerRefs   []cpid.OwnerRef  `json:",omitempty"`
 	NodeName    string           `json:",omitempty"`
 	ServiceName string           `json:",omitempty"`
-	Targets     []ObjectKey      `json:",omitempty"`
-	PrevTargets []ObjectKey      `json:",omitempty"`
+	Targets     []cpid.ObjectKey `json:",omitempty"`
+	PrevTargets []cpid.ObjectKey `json:",omitempty"`
 	Last, Prev  *Ref             `json:",omitempty"`
 	LastRV      int64            `json:",omitempty"`
 	LastSource  string           `json:",omitempty"`
@@ -90,7 +92,7 @@ func (en *Engine) RestoreState(b []byte) error {
 }
 
 // RestoreMergelog adds a stored mergelog to the graph without emitting it again.
-func (en *Engine) RestoreMergelog(m Mergelog) error {
+func (en *Engine) RestoreMergelog(m cpid.Mergelog) error {
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // This file holds the read queries of the terminal UI (cpid-tui browse).
@@ -560,7 +562,7 @@ func (s *Store) ObjectRevisions(ctx context.Context, o ObjectRef, limit int) ([]
 			&r.Code, &r.Level, &r.ResourceVersion, &r.CPID, &r.ChangeID, &r.Object, &r.Request); err != nil {
 			return nil, false, err
 		}
-		if r.Object != "" && (r.Attempt || !isObjectBody(r.Subresource, r.Object)) {
+		if r.Object != "" && (r.Attempt || !cpid.IsObjectBody(r.Subresource, []byte(r.Object))) {
 			r.Object = ""
 		}
 		out = append(out, r)

@@ -2,11 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
-
-	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 // ChangeRow is one root change as the changes query lists it.
@@ -230,48 +226,4 @@ func (s *Store) Spans(ctx context.Context, change string) ([]SpanRow, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-// ObjectAt returns an object as a write left it, and how that was known:
-// "response" (the audit event's response body), "request" (the full object
-// sent by a create or update at Request level), "patched" (a patch resolved
-// against the previous revision), or an error when the log cannot tell
-// (Metadata level, or no earlier body to patch).
-func (s *Store) ObjectAt(ctx context.Context, eventID int64) (json.RawMessage, string, error) {
-	{
-		var verb, sub, group, res, ns, name string
-		var seq int64
-		var req, resp sql.NullString
-		err := s.r.QueryRowContext(ctx, `SELECT e.verb, e.subresource, r.api_group, r.resource, r.namespace, r.name, r.seq,
-			b.request_object, b.response_object
-			FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-			WHERE r.event_id = ?`, eventID).Scan(&verb, &sub, &group, &res, &ns, &name, &seq, &req, &resp)
-		if err != nil {
-			return nil, "", fmt.Errorf("object at event %d: %w", eventID, err)
-		}
-		if resp.Valid && isObjectBody(sub, resp.String) {
-			return json.RawMessage(resp.String), "response", nil
-		}
-		if !req.Valid || sub != "" && sub != "status" {
-			return nil, "", fmt.Errorf("object at event %d: the audit log has no body for this %s", eventID, verb)
-		}
-		if verb != "patch" {
-			return json.RawMessage(req.String), "request", nil
-		}
-		var prev int64
-		err = s.r.QueryRowContext(ctx, `SELECT event_id FROM revisions WHERE api_group = ? AND resource = ? AND namespace = ?
-			AND name = ? AND seq < ? AND attempt = 0 ORDER BY seq DESC LIMIT 1`, group, res, ns, name, seq).Scan(&prev)
-		if err != nil {
-			return nil, "", fmt.Errorf("object at event %d: no earlier revision to apply the patch to", eventID)
-		}
-		base, _, err := s.ObjectAt(ctx, prev)
-		if err != nil {
-			return nil, "", err
-		}
-		out, err := reconstruct.ApplyPatch(base, []byte(req.String))
-		if err != nil {
-			return nil, "", fmt.Errorf("object at event %d: %w", eventID, err)
-		}
-		return out, "patched", nil
-	}
 }

@@ -5,31 +5,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
-	"math"
-	"sort"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/ingest"
-	"github.com/cpid-dev/cpid/reconstruct"
 )
 
-// Watermark is where the last reconstruct stopped. Writes received up to
-// CutoffNS are final; later ones were processed provisionally and are
-// redone by the next run, which goes on from EngineData, the engine's state
-// at the cutoff.
-type Watermark struct {
-	CutoffNS   int64
-	EventID    int64 // the last audit_events.id seen
-	LogID      int64 // the last log_records.id seen
-	HasState   bool
-	EngineData []byte
-}
-
-// ReconstructWatermark reads where the last reconstruct stopped.
-func (s *Store) ReconstructWatermark(ctx context.Context) (Watermark, error) {
-	var w Watermark
+// Watermark reads where the last reconstruct stopped (cpid.DerivedStore).
+func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
+	var w cpid.Watermark
 	rows, err := s.r.QueryContext(ctx, `SELECT key, value FROM reconstruct_state`)
 	if err != nil {
 		return w, err
@@ -57,16 +40,14 @@ func (s *Store) ReconstructWatermark(ctx context.Context) (Watermark, error) {
 }
 
 // Late counts what was ingested since the watermark and belongs before its
-// cutoff: writes received before it, and mergelog records of instrumented
-// controllers logged before it (an audit log ingested before the controller
-// logs that explain it). Either would change what is final, so the run
-// must rebuild.
-func (s *Store) Late(ctx context.Context, w Watermark) (int64, error) {
+// cutoff (cpid.DerivedStore): writes received before it, and log records of
+// message msg logged before it.
+func (s *Store) Late(ctx context.Context, w cpid.Watermark, msg string) (int64, error) {
 	var n int64
 	err := s.r.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms+`) +
 		(SELECT count(*) FROM log_records WHERE id > ?3 AND ts_ns <= ?2 AND msg = ?4)`,
-		w.EventID, w.CutoffNS, w.LogID, cpid.MsgMergelog).Scan(&n)
+		w.EventID, w.CutoffNS, w.LogID, msg).Scan(&n)
 	return n, err
 }
 
@@ -89,50 +70,57 @@ func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
 // of the partial index audit_events_writes word for word (migration 0004).
 const writeTerms = `stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`
 
-// ignoredTerms leave out the writes the engine ignores (reconstruct.Ignored).
-func ignoredTerms() string {
-	var res, sub []string
-	for k := range reconstruct.Ignored {
-		if r, sr, ok := strings.Cut(k, "/"); ok {
-			sub = append(sub, fmt.Sprintf(" AND NOT (e.resource = '%s' AND e.subresource = '%s')", r, sr))
+// ScanWrites calls fn for the writes q selects (cpid.DerivedStore), in the
+// order the apiserver received them, then id. fn may keep the events.
+func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.WriteEvent) error) error {
+	args := []any{q.AfterNS, q.UpToID}
+	var ignore strings.Builder
+	var plain []string
+	for _, r := range q.Ignored {
+		if res, sub, ok := strings.Cut(r, "/"); ok {
+			ignore.WriteString(" AND NOT (e.resource = ? AND e.subresource = ?)")
+			args = append(args, res, sub)
 		} else {
-			res = append(res, "'"+k+"'")
+			plain = append(plain, r)
 		}
 	}
-	sort.Strings(res)
-	sort.Strings(sub)
-	return "e.resource NOT IN (" + strings.Join(res, ", ") + ")" + strings.Join(sub, "")
-}
-
-// ScanWrites calls fn for every write event the engine does not ignore
-// received after afterNS, with id <= upToID, in the order the apiserver
-// received them, then id: a write can only have been caused by writes
-// received before it. fn may keep the events it is given.
-func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*reconstruct.Event) error) error {
+	if len(plain) > 0 {
+		ignore.WriteString(" AND e.resource NOT IN (" + placeholders(len(plain)) + ")")
+		for _, r := range plain {
+			args = append(args, r)
+		}
+	}
+	bodies := "NULL"
+	if len(q.Bodies) > 0 {
+		bodies = "CASE WHEN e.resource IN (" + placeholders(len(q.Bodies)) + ") THEN b.response_object END"
+		bargs := make([]any, len(q.Bodies))
+		for i, r := range q.Bodies {
+			bargs[i] = r
+		}
+		args = append(bargs, args...)
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
-		CASE WHEN e.resource IN ('pods', 'nodes', 'endpointslices', 'endpoints') THEN b.response_object END, b.request_object,
-		e.file_id
+		`+bodies+`, b.request_object, e.file_id
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.received_ns > ? AND e.id <= ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
-		  AND `+ignoredTerms()+`
-		ORDER BY e.received_ns, e.id`, afterNS, upToID)
+		WHERE e.received_ns > ? AND e.id <= ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+ignore.String()+`
+		ORDER BY e.received_ns, e.id`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	families, err := s.fileFamilies(ctx)
+	paths, err := s.filePaths(ctx)
 	if err != nil {
 		return err
 	}
-	var slab []reconstruct.Event
-	var resp, req sql.RawBytes
+	var slab []cpid.WriteEvent
+	var resp, req, owners sql.RawBytes
 	for rows.Next() {
-		var anc, owners sql.NullString
+		var anc sql.NullString
 		var fileID int64
 		if len(slab) == 0 {
-			slab = make([]reconstruct.Event, 256)
+			slab = make([]cpid.WriteEvent, 256)
 		}
 		e := &slab[0]
 		slab = slab[1:]
@@ -141,18 +129,15 @@ func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*
 			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &fileID); err != nil {
 			return err
 		}
-		e.Source = families[fileID]
+		e.File = paths[fileID]
 		if anc.Valid {
 			json.Unmarshal([]byte(anc.String), &e.Ancestors)
 		}
-		if owners.Valid {
-			json.Unmarshal([]byte(owners.String), &e.OwnerRefs)
+		if len(owners) > 0 {
+			e.OwnerRefs = bytes.Clone(owners)
 		}
-		// Only the kinds whose rules and anomaly checks read the object
-		// after the write have it fetched (reconstruct's readBody and
-		// transitions): a Deployment's or a ReplicaSet's body is not read.
-		if len(resp) > 0 && isObjectBody(e.Subresource, string(resp[:min(len(resp), len(`{"kind":"Status"`))])) {
-			e.Object = bytes.Clone(resp)
+		if len(resp) > 0 {
+			e.Response = bytes.Clone(resp)
 		}
 		if len(req) > 0 {
 			e.Request = bytes.Clone(req)
@@ -164,8 +149,8 @@ func (s *Store) ScanWrites(ctx context.Context, afterNS, upToID int64, fn func(*
 	return rows.Err()
 }
 
-// fileFamilies maps files.id to the rotation family of the file (ingest.Family).
-func (s *Store) fileFamilies(ctx context.Context) (map[int64]string, error) {
+// filePaths maps files.id to files.path.
+func (s *Store) filePaths(ctx context.Context) (map[int64]string, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, path FROM files`)
 	if err != nil {
 		return nil, err
@@ -178,38 +163,30 @@ func (s *Store) fileFamilies(ctx context.Context) (map[int64]string, error) {
 		if err := rows.Scan(&id, &path); err != nil {
 			return nil, err
 		}
-		out[id] = ingest.Family(path)
+		out[id] = path
 	}
 	return out, rows.Err()
 }
 
-// isObjectBody reports whether a response body is the written object, not a
-// Status (bindings, most deletes) or another kind (a Scale).
-func isObjectBody(sub, body string) bool {
-	if body == "" || (sub != "" && sub != "status") {
-		return false
+// ScanLogs calls fn for the log records with afterID < id <= upToID whose
+// message is one of msgs, in id order (cpid.DerivedStore).
+func (s *Store) ScanLogs(ctx context.Context, afterID, upToID int64, msgs []string, fn func(cpid.LogEntry) error) error {
+	args := []any{afterID, upToID}
+	for _, m := range msgs {
+		args = append(args, m)
 	}
-	return !strings.HasPrefix(body, `{"kind":"Status"`) && !strings.HasPrefix(body, `{"kind":"Scale"`)
-}
-
-// ScanCPIDRecords calls fn for the mergelog and span records (messages
-// cpid.MsgMergelog and MsgSpan) among the log records with
-// afterID < id <= upToID, in id order.
-func (s *Store) ScanCPIDRecords(ctx context.Context, afterID, upToID int64, fn func(id, tsNS int64, msg string, fields []byte) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, ts_ns, msg, fields FROM log_records
-		WHERE id > ? AND id <= ? AND msg IN (?, ?) ORDER BY id`, afterID, upToID, cpid.MsgMergelog, cpid.MsgSpan)
+		WHERE id > ? AND id <= ? AND msg IN (`+placeholders(len(msgs))+`) ORDER BY id`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, ts int64
-		var msg string
-		var fields []byte
-		if err := rows.Scan(&id, &ts, &msg, &fields); err != nil {
+		var r cpid.LogEntry
+		if err := rows.Scan(&r.ID, &r.TimeNS, &r.Msg, &r.Fields); err != nil {
 			return err
 		}
-		if err := fn(id, ts, msg, fields); err != nil {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
@@ -219,7 +196,7 @@ func (s *Store) ScanCPIDRecords(ctx context.Context, afterID, upToID int64, fn f
 // ScanMergelogs calls fn for every stored mergelog that is final at the
 // cutoff (from a log, or from a write received up to it), oldest first, to
 // rebuild the merge graph.
-func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(reconstruct.Mergelog) error) error {
+func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.Mergelog) error) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT m.id, m.cpid, m.ts_ns, m.service, m.origin, COALESCE(s.source_cpid, '')
 		FROM mergelogs m LEFT JOIN mergelog_sources s ON s.mergelog_id = m.id
 		LEFT JOIN audit_events e ON e.id = m.event_id
@@ -229,11 +206,11 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(recon
 		return err
 	}
 	defer rows.Close()
-	var cur reconstruct.Mergelog
+	var cur cpid.Mergelog
 	curID := int64(-1)
 	for rows.Next() {
 		var id int64
-		var m reconstruct.Mergelog
+		var m cpid.Mergelog
 		var src string
 		if err := rows.Scan(&id, &m.CPID, &m.TimeNS, &m.Service, &m.Origin, &src); err != nil {
 			return err
@@ -282,119 +259,20 @@ func nullInt64(n int64) any {
 	return n
 }
 
-func nullHop(x reconstruct.Write) any {
-	if x.CauseEventID == 0 {
+func nullHop(x cpid.Write) any { return nullInt64If(x.CauseEventID != 0, x.HopNS) }
+
+// nullInt64If is n, or NULL when ok is false.
+func nullInt64If(ok bool, n int64) any {
+	if !ok {
 		return nil
 	}
-	return x.HopNS
+	return n
 }
 
-// summarizeChanges recomputes the summary columns of the given changes from
-// their revisions.
-func summarizeChanges(ctx context.Context, tx *sql.Tx, ids map[string]bool) error {
-	st, err := tx.PrepareContext(ctx, `UPDATE changes SET
-		settled_ns = COALESCE((SELECT max(r.stage_ns) FROM revisions r WHERE r.change_id = changes.id AND r.attempt = 0), settled_ns),
-		writes = (SELECT count(*) FROM revisions r WHERE r.change_id = changes.id AND r.attempt = 0),
-		objects = (SELECT count(*) FROM (SELECT DISTINCT api_group, resource, namespace, name FROM revisions r
-		           WHERE r.change_id = changes.id AND r.attempt = 0)),
-		slowest_hop_ns = (SELECT max(hop_ns) FROM revisions r WHERE r.change_id = changes.id AND r.attempt = 0),
-		slowest_hop_event_id = (SELECT event_id FROM revisions r WHERE r.change_id = changes.id AND r.attempt = 0
-		           AND r.hop_ns IS NOT NULL ORDER BY r.hop_ns DESC, r.event_id LIMIT 1)
-		WHERE id = ?`)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	for id := range ids {
-		if _, err := st.ExecContext(ctx, id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// relabelRevisions marks the revisions of the given objects (except those
-// reordered, which orderRevisions did) as ordered by time.
-func relabelRevisions(ctx context.Context, tx *sql.Tx, objects, skip map[reconstruct.ObjectKey]bool) error {
-	up, err := tx.PrepareContext(ctx, `UPDATE revisions SET order_by = 'time'
-		WHERE resource = ? AND namespace = ? AND name = ? AND api_group = ? AND order_by != 'time'`)
-	if err != nil {
-		return err
-	}
-	defer up.Close()
-	for k := range objects {
-		if skip[k] {
-			continue
-		}
-		if _, err := up.ExecContext(ctx, k.Resource, k.Namespace, k.Name, k.Group); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// orderRevisions numbers the revisions of each given object, reading them
-// back from the table: by resourceVersion (etcd revision) when every one of
-// them parses as an integer, by apiserver time otherwise; which was used is
-// recorded.
-func orderRevisions(ctx context.Context, tx *sql.Tx, objects map[reconstruct.ObjectKey]bool) error {
-	type row struct {
-		id      int64
-		rv      string
-		stageNS int64
-	}
-	up, err := tx.PrepareContext(ctx, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`)
-	if err != nil {
-		return err
-	}
-	defer up.Close()
-	q, err := tx.PrepareContext(ctx, `SELECT r.event_id, e.resource_version, r.stage_ns FROM revisions r
-		JOIN audit_events e ON e.id = r.event_id
-		WHERE r.api_group = ? AND r.resource = ? AND r.namespace = ? AND r.name = ?`)
-	if err != nil {
-		return err
-	}
-	defer q.Close()
-	for k := range objects {
-		rows, err := q.QueryContext(ctx, k.Group, k.Resource, k.Namespace, k.Name)
-		if err != nil {
-			return err
-		}
-		var rs []row
-		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.rv, &r.stageNS); err != nil {
-				rows.Close()
-				return err
-			}
-			rs = append(rs, r)
-		}
-		rows.Close()
-		ids, by := reconstruct.OrderRevisions(len(rs), func(i int) (int64, string, int64) { return rs[i].id, rs[i].rv, rs[i].stageNS })
-		for i, id := range ids {
-			if _, err := up.ExecContext(ctx, i+1, by, id); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// Prune deletes CPIDs from the merge graph by the rules of section 3.4.2 of
-// the CPID paper (reconstruct.Graph.Prune) under the budget, in one
-// transaction, and returns the deleted CPIDs. Revisions keep their CPID;
-// a later full reconstruct rebuilds the whole graph.
-func (s *Store) Prune(ctx context.Context, b reconstruct.Budget, dryRun bool) ([]string, int, error) {
-	g := reconstruct.NewGraph()
-	if err := s.ScanMergelogs(ctx, math.MaxInt64, func(m reconstruct.Mergelog) error { return g.Add(m) }); err != nil {
-		return nil, 0, err
-	}
-	before := g.Len()
-	removed := g.Prune(b)
-	if dryRun || len(removed) == 0 {
-		return removed, before, nil
-	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+// DeleteMergelogs deletes the mergelogs of cpids and their edges, in one
+// transaction (cpid.DerivedStore). Revisions keep their CPID.
+func (s *Store) DeleteMergelogs(ctx context.Context, cpids []string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{
 			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cpid = ?1)`,
 			`DELETE FROM mergelog_sources WHERE source_cpid = ?1`,
@@ -404,7 +282,7 @@ func (s *Store) Prune(ctx context.Context, b reconstruct.Budget, dryRun bool) ([
 			if err != nil {
 				return err
 			}
-			for _, c := range removed {
+			for _, c := range cpids {
 				if _, err := st.ExecContext(ctx, c); err != nil {
 					st.Close()
 					return err
@@ -414,7 +292,6 @@ func (s *Store) Prune(ctx context.Context, b reconstruct.Budget, dryRun bool) ([
 		}
 		return nil
 	})
-	return removed, before, err
 }
 
 // NewestMergelog returns the time of the newest mergelog, 0 when none.

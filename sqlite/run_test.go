@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 // derivedDump renders the derived tables in an order that does not depend
@@ -84,18 +85,18 @@ func testInSteps(t *testing.T, crash bool) {
 				}
 				return nil
 			}
-			r, err := s.ReconstructInSteps(ctx, 7)
+			r, err := reconstruct.Run(ctx, s, reconstruct.Options{StepRows: 7, Family: ingest.Family})
 			testHookStep = nil
-			if err == nil || err.Error() != "crash" || r.full != (i == 0) {
-				t.Fatalf("run with a crash: %v (full rebuild: %v)", err, r.full)
+			if err == nil || err.Error() != "crash" || r.Full != (i == 0) {
+				t.Fatalf("run with a crash: %v (full rebuild: %v)", err, r.Full)
 			}
 		}
-		if _, err := s.ReconstructInSteps(ctx, 7); err != nil {
+		if _, err := reconstruct.Run(ctx, s, reconstruct.Options{StepRows: 7, Family: ingest.Family}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	steps := derivedDump(t, s)
-	if r, err := s.Reconstruct(ctx, true); err != nil || !r.full {
+	if r, err := reconstruct.Run(ctx, s, reconstruct.Options{Full: true, Family: ingest.Family}); err != nil || !r.Full {
 		t.Fatalf("full rebuild: %v %+v", err, r)
 	}
 	if full := derivedDump(t, s); full != steps {
@@ -119,7 +120,7 @@ func TestFullRebuildIndexes(t *testing.T) {
 	ctx := context.Background()
 	s := ingestFixture(t)
 	before, rows := indexes(t, s), derivedDump(t, s)
-	if _, err := s.Reconstruct(ctx, true); err != nil {
+	if _, err := reconstruct.Run(ctx, s, reconstruct.Options{Full: true, Family: ingest.Family}); err != nil {
 		t.Fatal(err)
 	}
 	if after := indexes(t, s); !slices.Equal(after, before) {
@@ -130,7 +131,7 @@ func TestFullRebuildIndexes(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	testHookSave = func() { cancel() }
-	_, err := s.Reconstruct(cctx, true)
+	_, err := reconstruct.Run(cctx, s, reconstruct.Options{Full: true, Family: ingest.Family})
 	testHookSave = nil
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled rebuild: %v", err)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cpid-dev/cpid/reconstruct"
+	"github.com/cpid-dev/cpid"
 )
 
 // resetReconstruction deletes everything reconstruct derived, for a full rebuild.
@@ -20,41 +20,26 @@ func resetReconstruction(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// saver stores a run of the engine while it goes on (Output by Output):
-// in one transaction, or with txRows > 0 in transactions of about txRows
-// rows, so that another writer (the tailer) waits for one of them, not for
-// the whole run. The first transaction first clears what the run replaces:
-// everything derived for a full rebuild, what the previous run derived
-// provisionally otherwise. The last one (finish) brings the summaries of
-// the changes and the numbering of reordered objects up to date and moves
-// the watermark: until it commits, a crash leaves the old watermark, and
-// the next run clears and redoes what this one stored.
-type saver struct {
+// deriveTx stores a reconstruct run (cpid.DeriveTx): in one transaction,
+// or in several when the run calls Step. The first transaction first clears
+// what the run replaces: everything derived for a full rebuild, what the
+// previous run derived provisionally otherwise. Finish moves the watermark:
+// until it commits, a crash leaves the old watermark, and the next run
+// clears and redoes what this one stored.
+type deriveTx struct {
 	st     *Store
-	txRows int
 	reset  bool  // full rebuild: clear every derived table first
 	redoNS int64 // otherwise: clear what was derived from writes received after it
+	bulk   bool  // one transaction: the derived tables load without their indexes
 
 	conn    *sql.Conn
 	tx      *sql.Tx
-	stmts   [len(saverSQL) + 1]*sql.Stmt // saverSQL's, then (full rebuild) revisions by revBatch
+	stmts   [len(saverSQL) + 1]*sql.Stmt // saverSQL's, then (bulk) revisions by revBatch
 	args    []any
-	rows    int // rows written in the open transaction
 	steps   int // transactions committed
 	cleared bool
-
-	// A full rebuild in one transaction (book not nil) loads the tables
-	// without their indexes (a third of the time, not a whole one) and
-	// creates them again in finish: indexes holds their SQL, and book what
-	// the indexes would give meanwhile.
+	// indexes holds the SQL of the indexes a bulk load dropped.
 	indexes []string
-	book    *bulkBook
-
-	// An incremental run (book nil) finishes from the table: the changes
-	// and objects it touched.
-	changes map[string]bool
-	reorder map[reconstruct.ObjectKey]bool
-	relabel map[reconstruct.ObjectKey]bool
 }
 
 // insertRevision stores a revision; an incremental run replaces what a
@@ -87,19 +72,15 @@ var saverSQL = [...]string{
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 }
 
-// newSaver returns a saver for a full rebuild (reset) or for a run that
-// redoes what was derived from writes received after redoNS. A full
-// rebuild in one transaction (txRows 0) loads without indexes; in steps,
-// the indexes stay (a step must leave a usable database), and a crash
-// before the end leaves no watermark: the next run rebuilds again.
-func newSaver(st *Store, reset bool, redoNS int64, txRows int) *saver {
-	sv := &saver{st: st, reset: reset, redoNS: redoNS, txRows: txRows,
-		changes: map[string]bool{}, reorder: map[reconstruct.ObjectKey]bool{}, relabel: map[reconstruct.ObjectKey]bool{}}
-	if reset && txRows == 0 {
-		sv.book = newBulkBook()
-	}
-	return sv
+// Derive opens the store of a reconstruct run (cpid.DerivedStore). A bulk
+// run loads without indexes; otherwise the indexes stay (a step must leave
+// a usable database), and a crash before the end leaves no watermark: the
+// next run rebuilds again.
+func (s *Store) Derive(ctx context.Context, m cpid.DeriveMode) (cpid.DeriveTx, error) {
+	return &deriveTx{st: s, reset: m.Full, redoNS: m.RedoNS, bulk: m.Full && m.Bulk}, nil
 }
+
+var _ cpid.DerivedStore = (*Store)(nil)
 
 // derivedTables are the tables reconstruct fills.
 var derivedTables = []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state"}
@@ -136,7 +117,7 @@ func dropIndexes(ctx context.Context, tx *sql.Tx) ([]string, error) {
 // begin opens a transaction if none is open. It lives until commit or
 // abort whatever becomes of ctx (the context of one stage of the run):
 // database/sql would roll it back when a context it began with ends.
-func (sv *saver) begin(ctx context.Context) error {
+func (sv *deriveTx) begin(ctx context.Context) error {
 	if sv.tx != nil {
 		return nil
 	}
@@ -158,10 +139,10 @@ func (sv *saver) begin(ctx context.Context) error {
 		conn.Close()
 		return err
 	}
-	sv.conn, sv.tx, sv.rows = conn, tx, 0
+	sv.conn, sv.tx = conn, tx
 	if !sv.cleared {
 		if sv.reset {
-			if err = resetReconstruction(ctx, tx); err == nil && sv.book != nil {
+			if err = resetReconstruction(ctx, tx); err == nil && sv.bulk {
 				sv.indexes, err = dropIndexes(ctx, tx)
 			}
 		} else {
@@ -179,7 +160,7 @@ func (sv *saver) begin(ctx context.Context) error {
 			return err
 		}
 	}
-	if sv.book != nil {
+	if sv.bulk {
 		// Every write once, in an empty table; revBatch rows a statement
 		// (the driver's cost is per statement).
 		q := `INSERT` + insertRevision
@@ -196,13 +177,13 @@ func (sv *saver) begin(ctx context.Context) error {
 const revBatch = 16
 
 // revisionArgs appends the values of a revisions row.
-func revisionArgs(args []any, x *reconstruct.Write) []any {
+func revisionArgs(args []any, x *cpid.Write) []any {
 	return append(args, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
 		x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
 		nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(*x))
 }
 
-func (sv *saver) closeStmts() {
+func (sv *deriveTx) closeStmts() {
 	for i, st := range sv.stmts {
 		if st != nil {
 			st.Close()
@@ -212,7 +193,7 @@ func (sv *saver) closeStmts() {
 }
 
 // commit commits the open transaction.
-func (sv *saver) commit() error {
+func (sv *deriveTx) commit() error {
 	if sv.tx == nil {
 		return nil
 	}
@@ -223,7 +204,7 @@ func (sv *saver) commit() error {
 }
 
 // release gives the writer connection back, foreign keys on.
-func (sv *saver) release() error {
+func (sv *deriveTx) release() error {
 	_, err := sv.conn.ExecContext(context.Background(), `PRAGMA foreign_keys = ON`)
 	err = errors.Join(err, sv.conn.Close())
 	sv.conn = nil
@@ -231,7 +212,7 @@ func (sv *saver) release() error {
 }
 
 // abort rolls back the open transaction, if any.
-func (sv *saver) abort() {
+func (sv *deriveTx) abort() {
 	if sv.tx != nil {
 		sv.closeStmts()
 		sv.tx.Rollback()
@@ -243,13 +224,12 @@ func (sv *saver) abort() {
 // exec runs statement i in the open transaction. The context is not
 // passed on: the driver watches a cancelable one with a goroutine per
 // statement, which costs more than the insert; save checks it per Output.
-func (sv *saver) exec(i int, args ...any) (sql.Result, error) {
-	sv.rows++
+func (sv *deriveTx) exec(i int, args ...any) (sql.Result, error) {
 	return sv.stmts[i].ExecContext(context.Background(), args...)
 }
 
-// save stores one Output of the engine.
-func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
+// Save stores rows (cpid.DeriveTx).
+func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -260,7 +240,7 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 		testHookSave()
 	}
 	ws := out.Writes
-	for ; sv.book != nil && len(ws) >= revBatch; ws = ws[revBatch:] {
+	for ; sv.bulk && len(ws) >= revBatch; ws = ws[revBatch:] {
 		sv.args = sv.args[:0]
 		for i := range ws[:revBatch] {
 			sv.args = revisionArgs(sv.args, &ws[i])
@@ -268,32 +248,13 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 		if _, err := sv.exec(stRevisions, sv.args...); err != nil {
 			return fmt.Errorf("save revisions of events %d to %d: %w", ws[0].EventID, ws[revBatch-1].EventID, err)
 		}
-		sv.rows += revBatch - 1
 	}
 	for i := range ws {
 		if _, err := sv.exec(stRevision, revisionArgs(sv.args[:0], &ws[i])...); err != nil {
 			return fmt.Errorf("save revision of event %d: %w", ws[i].EventID, err)
 		}
 	}
-	for i, x := range out.Writes {
-		if sv.book != nil {
-			sv.book.add(&out.Writes[i])
-		} else if x.ChangeID != "" {
-			sv.changes[x.ChangeID] = true
-		}
-	}
-	for k := range out.Reorder {
-		sv.reorder[k] = true
-	}
-	for k := range out.Relabel {
-		sv.relabel[k] = true
-	}
 	for _, m := range out.Mergelogs {
-		// Without its unique index, a full rebuild keeps (cpid, origin)
-		// unique itself.
-		if sv.book != nil && !sv.book.first(m.CPID, m.Origin) {
-			continue
-		}
 		r, err := sv.exec(stMergelog, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID))
 		if err != nil {
 			return err
@@ -312,9 +273,6 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 		if _, err := sv.exec(stChange, c.ID, c.StartNS, c.EventID); err != nil {
 			return err
 		}
-		if sv.book == nil {
-			sv.changes[c.ID] = true
-		}
 	}
 	for _, a := range out.Anomalies {
 		if _, err := sv.exec(stAnomaly, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail); err != nil {
@@ -327,17 +285,117 @@ func (sv *saver) save(ctx context.Context, out reconstruct.Output) error {
 			return err
 		}
 	}
-	if sv.txRows > 0 && sv.rows >= sv.txRows {
-		if err := sv.commit(); err != nil {
-			return err
+	return nil
+}
+
+// Step commits what is stored so far (cpid.DeriveTx); the next Save opens
+// the next transaction.
+func (sv *deriveTx) Step(ctx context.Context) error {
+	if err := sv.commit(); err != nil {
+		return err
+	}
+	sv.steps++
+	if testHookStep != nil {
+		return testHookStep(sv.steps)
+	}
+	return nil
+}
+
+// Revisions reads back the stored writes of an object (cpid.DeriveTx).
+func (sv *deriveTx) Revisions(ctx context.Context, k cpid.ObjectKey) ([]cpid.Placed, error) {
+	if err := sv.begin(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := sv.tx.QueryContext(ctx, `SELECT r.event_id, e.resource_version, r.stage_ns, r.seq, r.order_by
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		WHERE r.api_group = ? AND r.resource = ? AND r.namespace = ? AND r.name = ?`, k.Group, k.Resource, k.Namespace, k.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []cpid.Placed
+	for rows.Next() {
+		var p cpid.Placed
+		if err := rows.Scan(&p.EventID, &p.ResourceVersion, &p.StageNS, &p.Seq, &p.OrderBy); err != nil {
+			return nil, err
 		}
-		sv.steps++
-		if testHookStep != nil {
-			return testHookStep(sv.steps)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ChangeWrites reads back the stored writes of a change (cpid.DeriveTx):
+// the columns a summary reads.
+func (sv *deriveTx) ChangeWrites(ctx context.Context, change string) ([]cpid.Write, error) {
+	if err := sv.begin(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := sv.tx.QueryContext(ctx, `SELECT event_id, stage_ns, api_group, resource, namespace, name, attempt,
+		COALESCE(cause_event_id, 0), COALESCE(hop_ns, 0) FROM revisions WHERE change_id = ?`, change)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []cpid.Write
+	for rows.Next() {
+		w := cpid.Write{ChangeID: change}
+		if err := rows.Scan(&w.EventID, &w.StageNS, &w.Key.Group, &w.Key.Resource, &w.Key.Namespace, &w.Key.Name,
+			&w.Attempt, &w.CauseEventID, &w.HopNS); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// Renumber sets the places of writes (cpid.DeriveTx), by event ID (the
+// table's key: no index needed).
+func (sv *deriveTx) Renumber(ctx context.Context, ps []cpid.Placed) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	if err := sv.begin(ctx); err != nil {
+		return err
+	}
+	up, err := sv.tx.PrepareContext(ctx, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	for _, p := range ps {
+		if _, err := up.ExecContext(ctx, p.Seq, p.OrderBy, p.EventID); err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+// Summarize sets the summaries of changes (cpid.DeriveTx); a change that
+// settled at 0 keeps its settled time.
+func (sv *deriveTx) Summarize(ctx context.Context, cs []cpid.ChangeSummary) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	if err := sv.begin(ctx); err != nil {
+		return err
+	}
+	up, err := sv.tx.PrepareContext(ctx, `UPDATE changes SET settled_ns = COALESCE(?, settled_ns), writes = ?, objects = ?,
+		slowest_hop_ns = ?, slowest_hop_event_id = ? WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	for _, c := range cs {
+		if _, err := up.ExecContext(ctx, nullInt64(c.SettledNS), c.Writes, c.Objects,
+			nullInt64If(c.SlowestHopEventID != 0, c.SlowestHopNS), nullInt64(c.SlowestHopEventID), c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort rolls back the open transaction, if any (cpid.DeriveTx).
+func (sv *deriveTx) Abort() { sv.abort() }
 
 // testHookStep, set by tests, is called after each step a saver commits;
 // an error it returns ends the run there, as a crash would.
@@ -346,36 +404,15 @@ var testHookStep func(step int) error
 // testHookSave, set by tests, is called as each Output is saved.
 var testHookSave func()
 
-// finish creates the indexes a full rebuild dropped, renumbers the
-// reordered objects, summarizes the changes the run
-// touched, moves the watermark and commits.
-func (sv *saver) finish(ctx context.Context, w Watermark) error {
+// Finish creates the indexes a bulk load dropped, moves the watermark and
+// commits (cpid.DeriveTx).
+func (sv *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 	if err := sv.begin(ctx); err != nil {
 		return err
-	}
-	if sv.book != nil {
-		// Before the indexes exist, so that they are built once.
-		if err := sv.book.renumber(ctx, sv.tx, sv.reorder, sv.relabel); err != nil {
-			return err
-		}
-		if err := sv.book.summarize(ctx, sv.tx); err != nil {
-			return err
-		}
 	}
 	for _, q := range sv.indexes {
 		if _, err := sv.tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create index again: %w", err)
-		}
-	}
-	if sv.book == nil {
-		if err := orderRevisions(ctx, sv.tx, sv.reorder); err != nil {
-			return err
-		}
-		if err := relabelRevisions(ctx, sv.tx, sv.relabel, sv.reorder); err != nil {
-			return err
-		}
-		if err := summarizeChanges(ctx, sv.tx, sv.changes); err != nil {
-			return err
 		}
 	}
 	for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 // ingestFixture stores the real fixture bundle in a new database.
@@ -23,7 +24,7 @@ func ingestFixture(t *testing.T) *Store {
 	if len(sum.ReadErrors) > 0 || sum.Written.Audits == 0 {
 		t.Fatalf("fixture ingest: %v, %+v", sum.ReadErrors, sum.Written)
 	}
-	if _, err := s.Reconstruct(context.Background(), false); err != nil {
+	if _, err := reconstruct.Run(context.Background(), s, reconstruct.Options{Family: ingest.Family}); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 
-	"github.com/cpid-dev/cpid/reconstruct"
+	"github.com/cpid-dev/cpid"
 )
 
 // PodWrites returns every successful write of the Pods that a change
 // created (all changes when change is ""), in apiserver order.
-func (s *Store) PodWrites(ctx context.Context, change string) ([]reconstruct.PodWrite, error) {
+func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, error) {
 	rows, err := s.r.QueryContext(ctx, `WITH created AS (
 		SELECT r.namespace, r.name, r.change_id, r.stage_ns FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		WHERE r.resource = 'pods' AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
@@ -25,14 +25,14 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]reconstruct.Pod
 		return nil, err
 	}
 	defer rows.Close()
-	var out []reconstruct.PodWrite
+	var out []cpid.PodWrite
 	for rows.Next() {
-		var w reconstruct.PodWrite
+		var w cpid.PodWrite
 		var obj sql.NullString
 		if err := rows.Scan(&w.Change, &w.ChangeStartNS, &w.Namespace, &w.Name, &w.Verb, &w.Subresource, &w.StageNS, &obj); err != nil {
 			return nil, err
 		}
-		if obj.Valid && isObjectBody(w.Subresource, obj.String) {
+		if obj.Valid && cpid.IsObjectBody(w.Subresource, []byte(obj.String)) {
 			w.Object = json.RawMessage(obj.String)
 		}
 		out = append(out, w)

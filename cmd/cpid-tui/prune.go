@@ -71,7 +71,7 @@ Examples:
 		b.OlderThanNS = newest - int64(*olderThan)
 		fmt.Fprintf(e.stderr, "prune: deleting roots before %s\n", time.Unix(0, b.OlderThanNS).UTC().Format(time.RFC3339))
 	}
-	removed, before, err := st.Prune(ctx, b, *dry)
+	removed, before, err := reconstruct.PruneStore(ctx, st, b, *dry)
 	if err != nil {
 		return err
 	}

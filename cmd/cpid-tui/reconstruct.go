@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -49,10 +51,16 @@ docs/SCHEMA.md for the tables it fills.`))
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
 	}
-	r, err := st.Reconstruct(ctx, *full)
+	r, err := reconstruct.Run(ctx, st, runOptions(*full, 0))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, r)
 	return nil
+}
+
+// runOptions are the options of a reconstruct run from the command line:
+// inputs are named by their rotation family (ingest.Family).
+func runOptions(full bool, stepRows int) reconstruct.Options {
+	return reconstruct.Options{Full: full, StepRows: stepRows, Family: ingest.Family}
 }

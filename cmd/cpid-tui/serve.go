@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -157,7 +158,7 @@ func reconstructEvery(ctx context.Context, st *sqlite.Store, every time.Duration
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if _, err := st.ReconstructInSteps(ctx, sqlite.LiveStepRows); err != nil && ctx.Err() == nil {
+			if _, err := reconstruct.Run(ctx, st, runOptions(false, reconstruct.LiveStepRows)); err != nil && ctx.Err() == nil {
 				notice(ingest.Notice{Name: "reconstruct", Reason: err.Error()})
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -117,7 +118,7 @@ Examples:
 	if *every > 0 {
 		t.ReconstructEvery = *every
 		t.Reconstruct = func(ctx context.Context) error {
-			_, err := st.ReconstructInSteps(ctx, sqlite.LiveStepRows)
+			_, err := reconstruct.Run(ctx, st, runOptions(false, reconstruct.LiveStepRows))
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -48,7 +49,7 @@ func fill(path string, paths ...string) error {
 	if len(sum.ReadErrors) > 0 {
 		return fmt.Errorf("ingest: %v", sum.ReadErrors)
 	}
-	_, err = st.Reconstruct(ctx, false)
+	_, err = reconstruct.Run(ctx, st, reconstruct.Options{Full: false, Family: ingest.Family})
 	return err
 }
 

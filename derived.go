@@ -1,0 +1,166 @@
+package cpid
+
+import "encoding/json"
+
+// ObjectKey names an object: the subresource of a write is a write of its
+// object (a binding or a status update changes the Pod). Group is the API
+// group ("" for the core group), so that two resources of the same name in
+// different groups stay apart.
+type ObjectKey struct {
+	Group, Resource, Namespace, Name string
+}
+
+func (k ObjectKey) String() string {
+	r := k.Resource
+	if k.Group != "" {
+		r += "." + k.Group
+	}
+	if k.Namespace != "" {
+		return r + "/" + k.Namespace + "/" + k.Name
+	}
+	return r + "/" + k.Name
+}
+
+// OwnerRef is one metadata.ownerReferences entry.
+type OwnerRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Controller bool   `json:"controller,omitempty"`
+}
+
+// Writer is who made a write, as a person would name it.
+type Writer struct {
+	Name string // "deployment-controller", "kube-scheduler", "kubectl (kubernetes-admin)"
+	// User is true for a person or their automation (kubectl, helm, CI): their
+	// writes start changes. Controllers, nodes and the apiserver itself react.
+	User bool
+}
+
+// Origin says where a mergelog comes from.
+type Origin string
+
+const (
+	// OriginLog marks a mergelog that an instrumented controller wrote to
+	// its log; it is exact.
+	OriginLog Origin = "log"
+	// OriginAnnotation marks a mergelog derived from the ancestor CPIDs on
+	// an object; it is exact when the list was not truncated.
+	OriginAnnotation Origin = "annotation"
+	// OriginInferred marks a mergelog inferred from the audit log for a
+	// writer that carries no CPID.
+	OriginInferred Origin = "inferred"
+)
+
+// Mergelog is one merge (paper Table 1): Sources -> CPID. A root, the start
+// of a change, has no sources.
+type Mergelog struct {
+	CPID    string
+	Sources []string
+	TimeNS  int64
+	Service string // the controller (or user) that wrote the merge
+	Origin  Origin
+}
+
+// Emitted is a mergelog reconstruct derived and the write that showed it (0
+// for a mergelog read from a controller's log).
+type Emitted struct {
+	Mergelog
+	EventID int64
+}
+
+// Span is a controller span (paper Table 3, plus a name and attributes).
+type Span struct {
+	CPID     string
+	SpanID   string
+	ParentID string
+	Service  string
+	Name     string
+	StartNS  int64
+	EndNS    int64
+	Attrs    json.RawMessage
+	LogID    int64 // log_records.id it was read from
+}
+
+// Write is the reconstruction of one write (a row of revisions): who,
+// which CPID it carries and where that came from, what caused it, and the
+// change it belongs to.
+type Write struct {
+	EventID int64
+	StageNS int64
+	// ResourceVersion is the event's, for ordering the object's revisions.
+	ResourceVersion string
+	Key             ObjectKey
+	Writer          Writer
+	Attempt         bool // failed: not a revision
+	CPID            string
+	// CPIDOrigin: "root" (a user's change), "annotation" (the object carried
+	// it), "inferred" (derived from the causes), "background" (a
+	// controller write nothing explains: it has no CPID).
+	CPIDOrigin   string
+	CauseEventID int64
+	Rule         string
+	ChangeID     string
+	// HopNS is the hop latency: from the cause becoming visible to this
+	// write completing.
+	HopNS int64
+	// Seq is the write's place among its object's writes (1-based) and
+	// OrderBy what it was ordered by, "resourceVersion" or "time". When a
+	// write arrives out of that order, its object is listed in
+	// Derived.Reorder and its writes are renumbered.
+	Seq     int
+	OrderBy string
+}
+
+// Change is a root change: a user's write and everything it caused.
+type Change struct {
+	ID      string // the root CPID: the object's when the user stamped one, else the write's auditID
+	EventID int64
+	StartNS int64
+}
+
+// Anomaly is something in the logs that a reconstruction must not hide.
+type Anomaly struct {
+	Kind    string // rv-backwards, repeated-write, transition-backwards
+	EventID int64
+	Key     ObjectKey
+	Detail  string
+}
+
+// Derived is what a reconstruct run derived from a stretch of writes: the
+// rows it stores.
+type Derived struct {
+	Writes    []Write
+	Mergelogs []Emitted
+	Changes   []Change
+	Anomalies []Anomaly
+	Spans     []Span
+	// Reorder lists the objects a write reached out of order: their
+	// writes must be renumbered from all of them.
+	Reorder map[ObjectKey]bool
+	// Relabel lists the objects turned to time order whose earlier writes
+	// keep their places: their order_by becomes "time".
+	Relabel map[ObjectKey]bool
+}
+
+// Rows is how many rows d stores, about.
+func (d *Derived) Rows() int {
+	n := len(d.Writes) + len(d.Changes) + len(d.Anomalies) + len(d.Spans)
+	for _, m := range d.Mergelogs {
+		n += 1 + len(m.Sources)
+	}
+	return n
+}
+
+// PodWrite is a write of a Pod created by a change, for the SLIs.
+type PodWrite struct {
+	Change        string
+	ChangeStartNS int64
+	Namespace     string
+	Name          string
+	Verb          string
+	Subresource   string
+	StageNS       int64
+	Object        json.RawMessage // the Pod after the write, when the audit log has it
+}

@@ -1,0 +1,338 @@
+package reconstruct
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// Report is what one Run did.
+type Report struct {
+	Full      bool
+	Why       string // why a full rebuild, when it was not asked for
+	Writes    int
+	Changes   int
+	Mergelogs map[cpid.Origin]int
+	Anomalies int
+	Spans     int
+	Bad       int // mergelog or span records that could not be read
+	Elapsed   time.Duration
+}
+
+// String says it for people.
+func (r Report) String() string {
+	mode := "incremental"
+	if r.Full {
+		mode = "full rebuild"
+		if r.Why != "" {
+			mode += " (" + r.Why + ")"
+		}
+	}
+	if r.Writes == 0 && !r.Full {
+		return "reconstruct: up to date, nothing new since the last run"
+	}
+	s := fmt.Sprintf("reconstruct: %s: %d writes in %.2fs (%.0f/s); %d new changes; mergelogs %d inferred, %d annotation, %d log; %d controller spans; %d anomalies",
+		mode, r.Writes, r.Elapsed.Seconds(), float64(r.Writes)/max(r.Elapsed.Seconds(), 1e-9), r.Changes,
+		r.Mergelogs[cpid.OriginInferred], r.Mergelogs[cpid.OriginAnnotation], r.Mergelogs[cpid.OriginLog],
+		r.Spans, r.Anomalies)
+	if r.Bad > 0 {
+		s += fmt.Sprintf("\nreconstruct: %d mergelog or span records could not be read (see docs/FORMATS.md)", r.Bad)
+	}
+	return s
+}
+
+// SettleLag is how far behind the newest write the final part of a run
+// stops. Lines are written when responses complete and rotation cuts files
+// anywhere, so a write received a little earlier can arrive in a later
+// file; writes in the last SettleLag are processed but provisional, and the
+// next run redoes them with whatever arrived since. Five seconds covers a
+// rotation's cut (milliseconds) and slow requests; a write later than that
+// costs a full rebuild, not a wrong result. A longer window costs every
+// incremental run: it redoes the window's writes (a live tail at 10,000
+// events/s redoes 50,000 per run).
+const SettleLag = 5 * time.Second
+
+// LiveStepRows is the size of a step for a live database (Options.StepRows):
+// about 2,000 rows, 10 to 20 ms of the writer's time, the longest a
+// tailer's commit waits for a reconstruction.
+const LiveStepRows = 2000
+
+// drainEvery is how many writes the engine processes before its output
+// goes to the store.
+const drainEvery = 2048
+
+// Options are how Run goes.
+type Options struct {
+	// Full rebuilds everything, even when an incremental run would do.
+	Full bool
+	// StepRows > 0 stores the run in transactions of about that many rows,
+	// for a live database: another writer (a tailer) then waits for one
+	// step, not for the whole run, full rebuilds included, and a reader
+	// may see a run partly stored until it ends (changes are summarized
+	// last). 0 stores the run in one transaction: a reader sees all of it
+	// or none of it.
+	StepRows int
+	// Family names the log an input file belongs to (its rotation family),
+	// so that events of two apiservers are told apart; nil: the file path.
+	Family func(path string) string
+}
+
+// ignoredList is Ignored as a sorted list.
+func ignoredList() []string {
+	out := make([]string, 0, len(Ignored))
+	for k := range Ignored {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// bodied lists the resources whose object after the write the rules and the
+// anomaly checks read (readBody, transitions): a Deployment's or a
+// ReplicaSet's body is not read, so it is not fetched.
+var bodied = []string{"pods", "nodes", "endpointslices", "endpoints"}
+
+// Run brings the derived rows of st up to date with what was ingested:
+// incrementally when it can, from scratch when it must.
+func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error) {
+	start := time.Now()
+	res := Report{Full: opt.Full, Mergelogs: map[cpid.Origin]int{}}
+	w, err := st.Watermark(ctx)
+	if err != nil {
+		return res, err
+	}
+	lastEvent, lastLog, err := st.LastIDs(ctx)
+	if err != nil {
+		return res, err
+	}
+	en := NewEngine()
+	if !res.Full {
+		switch late, err := st.Late(ctx, w, cpid.MsgMergelog); {
+		case err != nil:
+			return res, err
+		case !w.HasState:
+			res.Full, res.Why = true, "first run"
+		case late > 0:
+			res.Full, res.Why = true, fmt.Sprintf("%d new writes or mergelog records are older than the last run's cutoff", late)
+		case lastEvent == w.EventID && lastLog == w.LogID:
+			return res, nil
+		default:
+			if err := en.RestoreState(w.EngineData); err != nil {
+				res.Full, res.Why = true, err.Error()
+				en = NewEngine()
+			} else if err := st.ScanMergelogs(ctx, w.CutoffNS, en.RestoreMergelog); err != nil {
+				return res, err
+			}
+		}
+	}
+	if res.Full {
+		w = cpid.Watermark{}
+	}
+	bulk := res.Full && opt.StepRows == 0
+	tx, err := st.Derive(ctx, cpid.DeriveMode{Full: res.Full, RedoNS: w.CutoffNS, Bulk: bulk})
+	if err != nil {
+		return res, err
+	}
+	defer tx.Abort()
+	sv := newSaver(tx, bulk, opt.StepRows)
+
+	// Mergelogs and spans from instrumented controllers' logs are exact and
+	// final: they go into the graph before any write is explained.
+	err = st.ScanLogs(ctx, w.LogID, lastLog, []string{cpid.MsgMergelog, cpid.MsgSpan}, func(r cpid.LogEntry) error {
+		switch r.Msg {
+		case cpid.MsgMergelog:
+			m, err := ParseMergelog(r.Fields, r.TimeNS)
+			if err == nil {
+				err = en.AddMergelog(m)
+			}
+			if err != nil {
+				res.Bad++
+			}
+		case cpid.MsgSpan:
+			sp, err := ParseSpan(r.Fields)
+			if err != nil {
+				res.Bad++
+				return nil
+			}
+			sp.LogID = r.ID
+			en.AddSpan(sp)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return res, err
+	}
+	latest, err := st.LatestWrite(ctx, lastEvent)
+	if err != nil {
+		return res, err
+	}
+	// The new cutoff trails the newest write by SettleLag; the engine's
+	// state is saved as it stands there.
+	cutoff := max(w.CutoffNS, latest-int64(SettleLag))
+	family := opt.Family
+	if family == nil {
+		family = func(p string) string { return p }
+	}
+	snapshot, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: ignoredList(), Bodies: bodied},
+		family, cutoff, opt.StepRows, func(ctx context.Context, d cpid.Derived) error {
+			res.count(&d)
+			return sv.save(ctx, &d)
+		})
+	if err != nil {
+		return res, err
+	}
+	if err := sv.finish(ctx, cpid.Watermark{CutoffNS: cutoff, EventID: lastEvent, LogID: lastLog, EngineData: snapshot}); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func (r *Report) count(d *cpid.Derived) {
+	r.Writes += len(d.Writes)
+	r.Changes += len(d.Changes)
+	for _, m := range d.Mergelogs {
+		r.Mergelogs[m.Origin]++
+	}
+	r.Anomalies += len(d.Anomalies)
+	r.Spans += len(d.Spans)
+}
+
+// process runs the writes q selects through the engine in stages, so that
+// both cores work: the scan of the writes, the decoding of the bodies the
+// rules read (Event.Digest), and the engine, each in its own goroutine,
+// handing batches on; save (the store) is the fourth. It returns the
+// engine's state at the cutoff.
+func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.WriteScan, family func(string) string,
+	cutoff int64, stepRows int, save func(context.Context, cpid.Derived) error) ([]byte, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	batches := make(chan []*Event, 4)
+	g.Go(func() error {
+		defer close(batches)
+		var b []*Event
+		send := func() error {
+			select {
+			case batches <- b:
+				b = nil
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		families := map[string]string{}
+		var slab []Event
+		err := st.ScanWrites(gctx, q, func(w *cpid.WriteEvent) error {
+			if len(slab) == 0 {
+				slab = make([]Event, 256)
+			}
+			ev := &slab[0]
+			slab = slab[1:]
+			fam, ok := families[w.File]
+			if !ok {
+				fam = family(w.File)
+				families[w.File] = fam
+			}
+			fromStore(ev, w, fam)
+			if b == nil {
+				b = make([]*Event, 0, 256)
+			}
+			if b = append(b, ev); len(b) == cap(b) {
+				return send()
+			}
+			return nil
+		})
+		if err == nil && len(b) > 0 {
+			err = send()
+		}
+		return err
+	})
+	digested := make(chan []*Event, 4)
+	g.Go(func() error {
+		defer close(digested)
+		for b := range batches {
+			for _, ev := range b {
+				ev.Digest()
+			}
+			select {
+			case digested <- b:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	outs := make(chan cpid.Derived, 2)
+	g.Go(func() error {
+		for out := range outs {
+			if err := save(gctx, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var snapshot []byte
+	every := drainEvery
+	if stepRows > 0 {
+		every = min(every, stepRows)
+	}
+	g.Go(func() error {
+		defer close(outs)
+		pending := 0
+		for b := range digested {
+			for _, ev := range b {
+				if snapshot == nil && ev.ReceivedNS > cutoff {
+					var err error
+					if snapshot, err = en.MarshalState(); err != nil {
+						return err
+					}
+				}
+				en.Process(ev)
+				if pending++; pending >= every {
+					pending = 0
+					select {
+					case outs <- en.Drain():
+					case <-gctx.Done():
+						return gctx.Err()
+					}
+				}
+			}
+		}
+		if err := gctx.Err(); err != nil {
+			return err
+		}
+		if snapshot == nil {
+			var err error
+			if snapshot, err = en.MarshalState(); err != nil {
+				return err
+			}
+		}
+		select {
+		case outs <- en.Drain():
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+		return nil
+	})
+	return snapshot, g.Wait()
+}
+
+// fromStore fills ev from a stored write.
+func fromStore(ev *Event, w *cpid.WriteEvent, family string) {
+	*ev = Event{ID: w.ID, AuditID: w.AuditID, Verb: w.Verb, APIGroup: w.APIGroup, Resource: w.Resource,
+		Subresource: w.Subresource, Namespace: w.Namespace, Name: w.Name, UID: w.UID,
+		ResourceVersion: w.ResourceVersion, Username: w.Username, UserAgent: w.UserAgent, Code: w.Code,
+		ReceivedNS: w.ReceivedNS, StageNS: w.StageNS, CPID: w.CPID, Ancestors: w.Ancestors,
+		Request: w.Request, Source: family}
+	if len(w.OwnerRefs) > 0 {
+		json.Unmarshal(w.OwnerRefs, &ev.OwnerRefs)
+	}
+	if cpid.IsObjectBody(w.Subresource, w.Response) {
+		ev.Object = w.Response
+	}
+}
