@@ -15,19 +15,9 @@ import (
 // Each is bounded: a page, one change, or one object, never the whole
 // database.
 
-// DataVersion is a cheap fingerprint of what the database holds: when
-// ingest, tail or reconstruct writes, it changes. Two versions compare with ==.
-type DataVersion struct {
-	Events        int64 // highest audit_events.id
-	Logs          int64 // highest log_records.id
-	NewestNS      int64 // latest audit_events.stage_ns: how fresh the data is
-	Reconstructed int64 // audit_events.id the last reconstruct went up to
-	CutoffNS      int64 // the last reconstruct's settle cutoff
-}
-
 // DataVersion reads the fingerprint. Every part is an index lookup.
-func (s *Store) DataVersion(ctx context.Context) (DataVersion, error) {
-	var v DataVersion
+func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
+	var v cpid.DataVersion
 	// reconstruct_state.value is a BLOB column holding integers for these
 	// keys; CAST keeps the scan type stable.
 	err := s.r.QueryRowContext(ctx, `SELECT
@@ -67,7 +57,7 @@ func changeFilter(filter string) (string, []any) {
 // from the changes table alone, then their rows, so that a deep page or a
 // sort by duration on a large database does not join and decode every row
 // it sorts or skips.
-func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
+func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeRow, error) {
 	order := "c.started_ns DESC"
 	switch q.Sort {
 	case "", "time":
@@ -84,7 +74,7 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error)
 	where, args := changeFilter(q.Filter)
 	args = append(args, q.Limit, q.Offset)
 	var ids []string
-	var rows []ChangeRow
+	var rows []cpid.ChangeRow
 	err := s.snapshot(ctx, func(db querier) error {
 		var err error
 		if ids, err = column(ctx, db, `SELECT c.id FROM changes c `+where+` ORDER BY `+order+`, c.id LIMIT ? OFFSET ?`, args...); err != nil {
@@ -106,16 +96,16 @@ func (s *Store) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error)
 
 // ChangesByID returns the changes with these ids, newest first; unknown ids
 // are left out.
-func (s *Store) ChangesByID(ctx context.Context, ids []string) ([]ChangeRow, error) {
+func (s *Store) ChangesByID(ctx context.Context, ids []string) ([]cpid.ChangeRow, error) {
 	return changesByID(ctx, s.r, ids)
 }
 
-func changesByID(ctx context.Context, db querier, ids []string) ([]ChangeRow, error) {
+func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRow, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	rows, err := db.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
-		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object ->> '$.kind' END, ''), c.resource, c.subresource,
+		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object ->> '$.kind' END, ''), c.api_group, c.resource, c.subresource,
 		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0)
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id IN (`+placeholders(len(ids))+`) ORDER BY c.started_ns DESC, c.id`, strArgs(ids)...)
@@ -123,10 +113,10 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]ChangeRow, er
 		return nil, fmt.Errorf("changes by id: %w", err)
 	}
 	defer rows.Close()
-	var out []ChangeRow
+	var out []cpid.ChangeRow
 	for rows.Next() {
-		var c ChangeRow
-		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.Resource,
+		var c cpid.ChangeRow
+		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
 			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS); err != nil {
 			return nil, err
 		}
@@ -163,7 +153,7 @@ func dropIDs(ids []string, drop ...string) []string {
 // linked to through the merge DAG: with ancestors, the changes whose CPIDs it
 // descends from (its origins); otherwise the changes whose CPIDs descend from
 // it (what it went on to cause).
-func (s *Store) LinkedChanges(ctx context.Context, change, cpid string, ancestors bool) ([]ChangeRow, error) {
+func (s *Store) LinkedChanges(ctx context.Context, change, cid string, ancestors bool) ([]cpid.ChangeRow, error) {
 	walk := `WITH RECURSIVE g(cpid) AS (
 		SELECT ? UNION
 		SELECT m.cpid FROM g JOIN mergelog_sources x ON x.source_cpid = g.cpid JOIN mergelogs m ON m.id = x.mergelog_id)`
@@ -174,10 +164,10 @@ func (s *Store) LinkedChanges(ctx context.Context, change, cpid string, ancestor
 	}
 	// The change_id conditions are applied here: in SQL the planner prefers
 	// scanning revisions_change to looking up the few CPIDs.
-	var rows []ChangeRow
+	var rows []cpid.ChangeRow
 	err := s.snapshot(ctx, func(db querier) error {
 		ids, err := column(ctx, db, walk+`
-		SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, cpid)
+		SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, cid)
 		if err != nil {
 			return err
 		}
@@ -185,54 +175,14 @@ func (s *Store) LinkedChanges(ctx context.Context, change, cpid string, ancestor
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("linked changes of %s: %w", cpid, err)
+		return nil, fmt.Errorf("linked changes of %s: %w", cid, err)
 	}
 	return rows, nil
 }
 
-// GraphObject is an object a CPID touched within a change.
-type GraphObject struct {
-	APIGroup  string
-	Resource  string
-	Kind      string
-	Namespace string
-	Name      string
-	Writers   []string // who wrote it with this CPID, in order of their first write
-	Writes    int      // successful writes
-	Attempts  int      // failed writes
-	FirstNS   int64
-}
-
-// Merge is one mergelog of a CPID: how it was known and from what.
-type Merge struct {
-	Origin  string // log, annotation, inferred
-	Service string
-	TimeNS  int64
-	Sources []string
-}
-
-// GraphNode is a CPID of a change.
-type GraphNode struct {
-	CPID    string
-	Origin  string // the cpid_origin of its first write: root, annotation, inferred, background
-	FirstNS int64
-	Merges  []Merge
-	Objects []GraphObject
-}
-
-// ChangeGraph is the part of the merge DAG a change made: its CPIDs in order
-// of their first write, with the objects each touched and their merges.
-type ChangeGraph struct {
-	Change string
-	Nodes  []GraphNode
-	// Outside maps merge sources that are not CPIDs of this change to the
-	// other changes that carry them.
-	Outside map[string][]string
-}
-
 // ChangeGraph reads the CPIDs, merges and objects of a change.
-func (s *Store) ChangeGraph(ctx context.Context, change string) (ChangeGraph, error) {
-	var g ChangeGraph
+func (s *Store) ChangeGraph(ctx context.Context, change string) (cpid.ChangeGraph, error) {
+	var g cpid.ChangeGraph
 	err := s.snapshot(ctx, func(db querier) error {
 		var err error
 		g, err = changeGraph(ctx, db, change)
@@ -241,8 +191,8 @@ func (s *Store) ChangeGraph(ctx context.Context, change string) (ChangeGraph, er
 	return g, err
 }
 
-func changeGraph(ctx context.Context, db querier, change string) (ChangeGraph, error) {
-	g := ChangeGraph{Change: change, Outside: map[string][]string{}}
+func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGraph, error) {
+	g := cpid.ChangeGraph{Change: change, Outside: map[string][]string{}}
 	rows, err := db.QueryContext(ctx, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
 		r.name, r.writer, sum(r.attempt = 0), sum(r.attempt), min(r.stage_ns)
 		FROM revisions r WHERE r.change_id = ? AND r.cpid IS NOT NULL
@@ -252,25 +202,25 @@ func changeGraph(ctx context.Context, db querier, change string) (ChangeGraph, e
 		return g, fmt.Errorf("graph of change %s: %w", change, err)
 	}
 	idx := map[string]int{}
-	type objKey struct{ cpid, group, res, ns, name string }
+	type objKey struct{ cid, group, res, ns, name string }
 	objs := map[objKey]int{}
 	for rows.Next() {
-		var cpid, origin, writer string
-		var o GraphObject
+		var cid, origin, writer string
+		var o cpid.GraphObject
 		var writes, attempts int
 		var first int64
-		if err := rows.Scan(&cpid, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer, &writes, &attempts, &first); err != nil {
+		if err := rows.Scan(&cid, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer, &writes, &attempts, &first); err != nil {
 			rows.Close()
 			return g, err
 		}
-		i, ok := idx[cpid]
+		i, ok := idx[cid]
 		if !ok {
 			i = len(g.Nodes)
-			idx[cpid] = i
-			g.Nodes = append(g.Nodes, GraphNode{CPID: cpid, Origin: origin, FirstNS: first})
+			idx[cid] = i
+			g.Nodes = append(g.Nodes, cpid.GraphNode{CPID: cid, Origin: origin, FirstNS: first})
 		}
 		n := &g.Nodes[i]
-		k := objKey{cpid, o.APIGroup, o.Resource, o.Namespace, o.Name}
+		k := objKey{cid, o.APIGroup, o.Resource, o.Namespace, o.Name}
 		j, ok := objs[k]
 		if !ok {
 			j = len(n.Objects)
@@ -310,13 +260,13 @@ func changeGraph(ctx context.Context, db querier, change string) (ChangeGraph, e
 	outside := map[string]bool{}
 	for rows.Next() {
 		var id int64
-		var cpid, src string
-		var m Merge
-		if err := rows.Scan(&id, &cpid, &m.Origin, &m.Service, &m.TimeNS, &src); err != nil {
+		var cid, src string
+		var m cpid.Merge
+		if err := rows.Scan(&id, &cid, &m.Origin, &m.Service, &m.TimeNS, &src); err != nil {
 			rows.Close()
 			return g, err
 		}
-		n := &g.Nodes[idx[cpid]]
+		n := &g.Nodes[idx[cid]]
 		if id != lastID {
 			n.Merges = append(n.Merges, m)
 			lastID = id
@@ -347,42 +297,15 @@ func changeGraph(ctx context.Context, db querier, change string) (ChangeGraph, e
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var cpid, ch string
-		if err := rows.Scan(&cpid, &ch); err != nil {
+		var cid, ch string
+		if err := rows.Scan(&cid, &ch); err != nil {
 			return g, err
 		}
 		if ch != "" {
-			g.Outside[cpid] = append(g.Outside[cpid], ch)
+			g.Outside[cid] = append(g.Outside[cid], ch)
 		}
 	}
 	return g, rows.Err()
-}
-
-// LogLine is one controller log record.
-type LogLine struct {
-	ID        int64
-	TimeNS    int64
-	Level     string
-	Component string
-	Msg       string
-	CPID      string
-	Fields    string // the whole line's keys, JSON object
-	File      string
-	Line      int
-}
-
-// ChangeLogSet is the log lines of a change.
-type ChangeLogSet struct {
-	Lines []LogLine
-	// Exact is true when the lines carry the change's CPIDs (instrumented
-	// controllers). Otherwise no line does, and Lines are those of the
-	// change's writers in its time window: a guess, to be read as such.
-	Exact bool
-	// Writers, FromNS and ToNS are what the guess used.
-	Writers      []string
-	FromNS, ToNS int64
-	// Truncated is true when there were more than the limit.
-	Truncated bool
 }
 
 // windowLag is how long after a change's last write its writers' log lines
@@ -395,8 +318,8 @@ const windowLag = 250_000_000
 // CPID descending from its root in the merge DAG); when there are none
 // (uninstrumented clusters), those its writers' processes logged between
 // the change's start and a little after it settled.
-func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (ChangeLogSet, error) {
-	var set ChangeLogSet
+func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
+	var set cpid.ChangeLogSet
 	err := s.snapshot(ctx, func(db querier) error {
 		var err error
 		set, err = changeLogs(ctx, db, change, limit)
@@ -405,8 +328,8 @@ func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (Chang
 	return set, err
 }
 
-func changeLogs(ctx context.Context, db querier, change string, limit int) (ChangeLogSet, error) {
-	var set ChangeLogSet
+func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid.ChangeLogSet, error) {
+	var set cpid.ChangeLogSet
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -461,15 +384,15 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (Chan
 const logSelect = `SELECT l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line
 	FROM log_records l JOIN files f ON f.id = l.file_id`
 
-func logLines(ctx context.Context, db querier, q string, args ...any) ([]LogLine, error) {
+func logLines(ctx context.Context, db querier, q string, args ...any) ([]cpid.LogLine, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []LogLine
+	var out []cpid.LogLine
 	for rows.Next() {
-		var l LogLine
+		var l cpid.LogLine
 		if err := rows.Scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line); err != nil {
 			return nil, err
 		}
@@ -507,39 +430,10 @@ func writerPatterns(writer string) []string {
 // they become single-character wildcards instead, which is harmless here.
 var likeEscaper = strings.NewReplacer("%", "_")
 
-// Revision is one write of an object, with its bodies.
-type Revision struct {
-	EventID         int64
-	Seq             int
-	Attempt         bool
-	OrderBy         string
-	StageNS         int64
-	Writer          string
-	Verb            string
-	Subresource     string
-	Code            int
-	Level           string
-	ResourceVersion string
-	CPID            string
-	ChangeID        string
-	// Object is the object as this write stored it (JSON), when the audit
-	// level recorded it; "" otherwise (Metadata level, a binding, a Status).
-	Object string
-	// Request is the request body (for a patch, the patch), when recorded.
-	Request string
-}
-
-// ObjectRef names an object by resource, namespace and name.
-type ObjectRef struct {
-	Resource  string
-	Namespace string
-	Name      string
-}
-
 // ObjectRevisions returns the last limit writes of an object in the order
 // reconstruct gave them (seq), bodies included, and whether earlier ones
 // were left out.
-func (s *Store) ObjectRevisions(ctx context.Context, o ObjectRef, limit int) ([]Revision, bool, error) {
+func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int) ([]cpid.Revision, bool, error) {
 	if limit <= 0 {
 		limit = 200
 	}
@@ -548,16 +442,16 @@ func (s *Store) ObjectRevisions(ctx context.Context, o ObjectRef, limit int) ([]
 		       e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
 		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		WHERE r.resource = ? AND r.namespace = ? AND r.name = ?
+		WHERE r.resource = ? AND r.namespace = ? AND r.name = ? AND r.api_group = ?
 		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?)
-		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, limit+1)
+		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, o.Group, limit+1)
 	if err != nil {
-		return nil, false, fmt.Errorf("revisions of %s %s/%s: %w", o.Resource, o.Namespace, o.Name, err)
+		return nil, false, fmt.Errorf("revisions of %s: %w", o, err)
 	}
 	defer rows.Close()
-	var out []Revision
+	var out []cpid.Revision
 	for rows.Next() {
-		var r Revision
+		var r cpid.Revision
 		if err := rows.Scan(&r.EventID, &r.Seq, &r.Attempt, &r.OrderBy, &r.StageNS, &r.Writer, &r.Verb, &r.Subresource,
 			&r.Code, &r.Level, &r.ResourceVersion, &r.CPID, &r.ChangeID, &r.Object, &r.Request); err != nil {
 			return nil, false, err
@@ -577,19 +471,8 @@ func (s *Store) ObjectRevisions(ctx context.Context, o ObjectRef, limit int) ([]
 	return out, more, nil
 }
 
-// ChangeSpan is a controller span of one of a change's CPIDs.
-type ChangeSpan struct {
-	SpanID   string
-	ParentID string
-	CPID     string
-	Service  string
-	Name     string
-	StartNS  int64
-	EndNS    int64
-}
-
 // ChangeSpans returns the controller spans of a change's CPIDs, by start.
-func (s *Store) ChangeSpans(ctx context.Context, change string) ([]ChangeSpan, error) {
+func (s *Store) ChangeSpans(ctx context.Context, change string) ([]cpid.ChangeSpan, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns
 		FROM controller_spans WHERE cpid IN (SELECT DISTINCT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL)
 		ORDER BY start_ns, span_id`, change)
@@ -597,9 +480,9 @@ func (s *Store) ChangeSpans(ctx context.Context, change string) ([]ChangeSpan, e
 		return nil, fmt.Errorf("spans of change %s: %w", change, err)
 	}
 	defer rows.Close()
-	var out []ChangeSpan
+	var out []cpid.ChangeSpan
 	for rows.Next() {
-		var sp ChangeSpan
+		var sp cpid.ChangeSpan
 		if err := rows.Scan(&sp.SpanID, &sp.ParentID, &sp.CPID, &sp.Service, &sp.Name, &sp.StartNS, &sp.EndNS); err != nil {
 			return nil, err
 		}
@@ -654,3 +537,5 @@ func strArgs(ss []string) []any {
 	}
 	return args
 }
+
+var _ cpid.ChangeReader = (*Store)(nil)

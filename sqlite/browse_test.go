@@ -12,9 +12,9 @@ import (
 
 // rollout finds the fixture's rolling update: the user's patch of the
 // Deployment's pod template (not a /scale).
-func rollout(t *testing.T, s *Store) ChangeRow {
+func rollout(t *testing.T, s *Store) cpid.ChangeRow {
 	t.Helper()
-	cs, err := s.Changes(context.Background(), ChangeQuery{Filter: "web"})
+	cs, err := s.Changes(context.Background(), cpid.ChangeQuery{Filter: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func rollout(t *testing.T, s *Store) ChangeRow {
 		}
 	}
 	t.Fatalf("no rolling update among %+v", cs)
-	return ChangeRow{}
+	return cpid.ChangeRow{}
 }
 
 func TestBrowseQueries(t *testing.T) {
@@ -38,7 +38,7 @@ func TestBrowseQueries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs, err := s.Changes(ctx, ChangeQuery{Filter: f, Limit: 1000})
+			cs, err := s.Changes(ctx, cpid.ChangeQuery{Filter: f, Limit: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,10 +49,10 @@ func TestBrowseQueries(t *testing.T) {
 	})
 
 	t.Run("page", func(t *testing.T) {
-		for _, q := range []ChangeQuery{{}, {Sort: "duration"}, {Sort: "size", Limit: 3, Offset: 2}, {Filter: "web", Limit: 2, Offset: 1},
+		for _, q := range []cpid.ChangeQuery{{}, {Sort: "duration"}, {Sort: "size", Limit: 3, Offset: 2}, {Filter: "web", Limit: 2, Offset: 1},
 			{Sort: "duration", Filter: "deployments", Offset: 1}} {
 			// The page must be the same slice of the whole, unpaged list.
-			all, err := s.Changes(ctx, ChangeQuery{Filter: q.Filter, Sort: q.Sort, Limit: 1000})
+			all, err := s.Changes(ctx, cpid.ChangeQuery{Filter: q.Filter, Sort: q.Sort, Limit: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestBrowseQueries(t *testing.T) {
 				t.Errorf("Changes(%+v) = %v\nthe same slice of the whole list is %v", q, got, want)
 			}
 		}
-		if _, err := s.Changes(ctx, ChangeQuery{Sort: "nope"}); err == nil {
+		if _, err := s.Changes(ctx, cpid.ChangeQuery{Sort: "nope"}); err == nil {
 			t.Error("an unknown sort is accepted")
 		}
 	})
@@ -94,7 +94,7 @@ func TestBrowseQueries(t *testing.T) {
 			t.Fatalf("nodes = %+v, want the root CPID first", g.Nodes)
 		}
 		writes := 0
-		var deploy *GraphObject
+		var deploy *cpid.GraphObject
 		for _, n := range g.Nodes {
 			for i, o := range n.Objects {
 				writes += o.Writes
@@ -169,7 +169,7 @@ func TestBrowseQueries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(anc, func(c ChangeRow) bool { return c.ID == outside }) {
+		if !slices.ContainsFunc(anc, func(c cpid.ChangeRow) bool { return c.ID == outside }) {
 			t.Errorf("origins of %s = %+v, want change %s among them", merged, anc, outside)
 		}
 		ids, err := s.ChangesCarrying(ctx, []string{merged})
@@ -179,7 +179,7 @@ func TestBrowseQueries(t *testing.T) {
 	})
 
 	t.Run("revisions", func(t *testing.T) {
-		ref := ObjectRef{Resource: "deployments", Namespace: "default", Name: "web"}
+		ref := cpid.ObjectKey{Group: "apps", Resource: "deployments", Namespace: "default", Name: "web"}
 		all, more, err := s.ObjectRevisions(ctx, ref, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -306,7 +306,7 @@ func TestBrowseQueries(t *testing.T) {
 		if len(spans) != 1 || spans[0].Service != "my-operator" || spans[0].EndNS-spans[0].StartNS != 10 {
 			t.Errorf("ChangeSpans = %+v", spans)
 		}
-		other, _ := s.Changes(ctx, ChangeQuery{Filter: "kwok-node"})
+		other, _ := s.Changes(ctx, cpid.ChangeQuery{Filter: "kwok-node"})
 		if spans, _ := s.ChangeSpans(ctx, other[0].ID); len(spans) != 0 {
 			t.Errorf("another change has the span: %+v", spans)
 		}

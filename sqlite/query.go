@@ -3,66 +3,13 @@ package sqlite
 import (
 	"context"
 	"fmt"
+
+	"github.com/cpid-dev/cpid"
 )
-
-// ChangeRow is one root change as the changes query lists it.
-type ChangeRow struct {
-	ID           string `json:"id"`
-	StartedNS    int64  `json:"started_ns"`
-	SettledNS    int64  `json:"settled_ns"`
-	User         string `json:"user"`
-	UserAgent    string `json:"user_agent"`
-	Verb         string `json:"verb"`
-	Kind         string `json:"kind"`
-	Resource     string `json:"resource"`
-	Subresource  string `json:"subresource"`
-	Namespace    string `json:"namespace"`
-	Name         string `json:"name"`
-	Writes       int    `json:"writes"`
-	Objects      int    `json:"objects"`
-	SlowestHopNS int64  `json:"slowest_hop_ns"`
-}
-
-// ChangeQuery selects and orders changes, one page at a time.
-type ChangeQuery struct {
-	// Filter keeps changes whose namespace, name, resource, user or id
-	// contains it (case-insensitive).
-	Filter string
-	// Sort is "time" (newest first, the default), "duration" or "size".
-	Sort   string
-	Limit  int
-	Offset int
-}
-
-// TimelineEntry is one write of a change.
-type TimelineEntry struct {
-	EventID     int64  `json:"event_id"`
-	NS          int64  `json:"ns"`
-	ReceivedNS  int64  `json:"received_ns"`
-	Writer      string `json:"writer"`
-	Verb        string `json:"verb"`
-	Kind        string `json:"kind"`
-	Resource    string `json:"resource"`
-	Namespace   string `json:"namespace"`
-	Name        string `json:"name"`
-	Subresource string `json:"subresource"`
-	Code        int    `json:"code"`
-	Attempt     bool   `json:"attempt"`
-	CPID        string `json:"cpid"`
-	Origin      string `json:"origin"`
-	Rule        string `json:"rule"`
-	CauseID     int64  `json:"cause_event_id"`
-	// CauseNS is when the cause became visible: its stage time, or this
-	// write's receive time if that is earlier (watchers see a write when etcd
-	// commits it, before the apiserver answers its writer).
-	CauseNS  int64 `json:"cause_ns"`
-	HopNS    int64 `json:"hop_ns"`
-	Critical bool  `json:"critical"`
-}
 
 // Timeline returns every write of a change in apiserver order, the critical
 // path marked: the chain of causes that ends at the change's last write.
-func (s *Store) Timeline(ctx context.Context, change string) ([]TimelineEntry, error) {
+func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEntry, error) {
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
 		return nil, err
@@ -73,7 +20,7 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]TimelineEntry, e
 	rows, err := s.r.QueryContext(ctx, `SELECT r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
 		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400
 		              THEN b.response_object ->> '$.kind' END, ''),
-		r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt, COALESCE(r.cpid, ''),
+		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt, COALESCE(r.cpid, ''),
 		COALESCE(r.cpid_origin, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
 		COALESCE(CASE WHEN c.stage_ns < e.received_ns THEN c.stage_ns ELSE e.received_ns END, 0), COALESCE(r.hop_ns, 0)
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
@@ -84,10 +31,10 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]TimelineEntry, e
 		return nil, err
 	}
 	defer rows.Close()
-	var out []TimelineEntry
+	var out []cpid.TimelineEntry
 	for rows.Next() {
-		var t TimelineEntry
-		if err := rows.Scan(&t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.Resource, &t.Namespace,
+		var t cpid.TimelineEntry
+		if err := rows.Scan(&t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
 			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS); err != nil {
 			return nil, err
 		}
@@ -102,7 +49,7 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]TimelineEntry, e
 }
 
 // markCritical walks causes back from the last successful write.
-func markCritical(ts []TimelineEntry) {
+func markCritical(ts []cpid.TimelineEntry) {
 	idx := map[int64]int{}
 	last := -1
 	for i, t := range ts {
@@ -184,21 +131,9 @@ var kinds = map[string]string{
 	"horizontalpodautoscalers": "HorizontalPodAutoscaler", "poddisruptionbudgets": "PodDisruptionBudget",
 }
 
-// SpanRow is one span of a change.
-type SpanRow struct {
-	Kind     string `json:"kind"` // controller or apiserver
-	SpanID   string `json:"span_id"`
-	ParentID string `json:"parent_id"`
-	CPID     string `json:"cpid"`
-	Service  string `json:"service"`
-	Name     string `json:"name"`
-	StartNS  int64  `json:"start_ns"`
-	EndNS    int64  `json:"end_ns"`
-}
-
 // Spans returns the spans of a change: one apiserver span per write of the
 // change, and the controller spans of every CPID related to it.
-func (s *Store) Spans(ctx context.Context, change string) ([]SpanRow, error) {
+func (s *Store) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error) {
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
 		return nil, err
@@ -217,9 +152,9 @@ func (s *Store) Spans(ctx context.Context, change string) ([]SpanRow, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []SpanRow
+	var out []cpid.SpanRow
 	for rows.Next() {
-		var r SpanRow
+		var r cpid.SpanRow
 		if err := rows.Scan(&r.Kind, &r.SpanID, &r.ParentID, &r.CPID, &r.Service, &r.Name, &r.StartNS, &r.EndNS); err != nil {
 			return nil, err
 		}

@@ -40,24 +40,18 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, 
 	return out, rows.Err()
 }
 
-// Hop is one controller hop: a write and how long after its cause it completed.
-type Hop struct {
-	Writer string
-	HopNS  int64
-}
-
 // Hops returns the hop latencies of every explained write of a change (all
 // changes when change is "").
-func (s *Store) Hops(ctx context.Context, change string) ([]Hop, error) {
+func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT writer, hop_ns FROM revisions
 		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND (?1 = '' OR change_id = ?1)`, change)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Hop
+	var out []cpid.Hop
 	for rows.Next() {
-		var h Hop
+		var h cpid.Hop
 		if err := rows.Scan(&h.Writer, &h.HopNS); err != nil {
 			return nil, err
 		}

@@ -7,28 +7,17 @@ import (
 	"github.com/cpid-dev/cpid"
 )
 
-// TailSource is one log followed by `cpid-tui tail`: where the tailer stands
-// in it, and its counters since it was first tailed.
-type TailSource struct {
-	// Checkpoint is the stored position. Its Lines, Bad and PossibleLoss
-	// are totals here, not deltas; Audits and Logs are unused.
-	cpid.Checkpoint
-	Records, Dups int64
-	// CommittedNS is when the last checkpoint of the source was committed.
-	CommittedNS int64
-}
-
 // TailSources returns every followed source, by path.
-func (s *Store) TailSources(ctx context.Context) ([]TailSource, error) {
+func (s *Store) TailSources(ctx context.Context) ([]cpid.TailSource, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT source, file, fingerprint, fingerprint_len, offset, line, device, inode,
 		lines, records, dups, bad, possible_loss, newest_ns, committed_ns FROM tail_checkpoints ORDER BY source`)
 	if err != nil {
 		return nil, fmt.Errorf("read tail checkpoints: %w", err)
 	}
 	defer rows.Close()
-	var out []TailSource
+	var out []cpid.TailSource
 	for rows.Next() {
-		var t TailSource
+		var t cpid.TailSource
 		var fp []byte
 		var dev, ino int64
 		if err := rows.Scan(&t.Source, &t.File, &fp, &t.FingerprintLen, &t.Offset, &t.Line, &dev, &ino,

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
@@ -74,7 +75,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err := need(0); err != nil {
 			return err
 		}
-		cs, err := st.Changes(ctx, sqlite.ChangeQuery{Filter: *filter, Sort: *sort, Limit: *limit})
+		cs, err := st.Changes(ctx, cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: *limit})
 		if err != nil {
 			return err
 		}
@@ -84,7 +85,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 				strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID})
 		}
 		if cs == nil {
-			cs = []sqlite.ChangeRow{}
+			cs = []cpid.ChangeRow{}
 		}
 		return output(e.stdout, *out, []string{"STARTED", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"}, rows, cs)
 	case "timeline":
@@ -171,7 +172,7 @@ type sliRow struct {
 	MaxNS int64  `json:"max_ns"`
 }
 
-func querySLI(ctx context.Context, e *env, st *sqlite.Store, change, format string) error {
+func querySLI(ctx context.Context, e *env, st cpid.ChangeReader, change, format string) error {
 	ws, err := st.PodWrites(ctx, change)
 	if err != nil {
 		return err

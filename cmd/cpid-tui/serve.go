@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
@@ -150,7 +151,7 @@ Example:
 
 // reconstructEvery brings the derived tables up to date every interval
 // until ctx ends. A failed run is reported, and the next one tries again.
-func reconstructEvery(ctx context.Context, st *sqlite.Store, every time.Duration, notice func(ingest.Notice)) error {
+func reconstructEvery(ctx context.Context, st cpid.DerivedStore, every time.Duration, notice func(ingest.Notice)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -141,7 +141,7 @@ Examples:
 }
 
 // tailStatus prints the tail_checkpoints table.
-func tailStatus(ctx context.Context, w io.Writer, st *sqlite.Store, format string) error {
+func tailStatus(ctx context.Context, w io.Writer, st cpid.ChangeReader, format string) error {
 	srcs, err := st.TailSources(ctx)
 	if err != nil {
 		return err

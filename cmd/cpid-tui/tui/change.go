@@ -8,7 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/cpid-dev/cpid/sqlite"
+	"github.com/cpid-dev/cpid"
 )
 
 // Panes of a change, in tab order.
@@ -37,7 +37,7 @@ type pane interface {
 type changeScreen struct {
 	a       *app
 	id      string
-	row     sqlite.ChangeRow
+	row     cpid.ChangeRow
 	haveRow bool
 	tab     int
 	seq     int
@@ -53,11 +53,11 @@ type changeScreen struct {
 type changeLoaded struct {
 	to       *changeScreen
 	seq      int
-	row      sqlite.ChangeRow
+	row      cpid.ChangeRow
 	haveRow  bool
-	timeline []sqlite.TimelineEntry
-	graph    sqlite.ChangeGraph
-	spans    []sqlite.ChangeSpan
+	timeline []cpid.TimelineEntry
+	graph    cpid.ChangeGraph
+	spans    []cpid.ChangeSpan
 	err      error
 }
 
@@ -185,16 +185,16 @@ func (c *changeScreen) show(tab int) tea.Cmd {
 	case paneRevisions:
 		if !c.revs.requested {
 			if e, ok := c.tl.cursorEntry(); ok {
-				return c.openRevisions(sqlite.ObjectRef{Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
+				return c.openRevisions(cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
 			}
-			return c.openRevisions(sqlite.ObjectRef{Resource: c.row.Resource, Namespace: c.row.Namespace, Name: c.row.Name}, c.row.Kind, 0)
+			return c.openRevisions(cpid.ObjectKey{Group: c.row.APIGroup, Resource: c.row.Resource, Namespace: c.row.Namespace, Name: c.row.Name}, c.row.Kind, 0)
 		}
 	}
 	return nil
 }
 
 // openRevisions shows the revisions of an object, at one write of it.
-func (c *changeScreen) openRevisions(ref sqlite.ObjectRef, kind string, eventID int64) tea.Cmd {
+func (c *changeScreen) openRevisions(ref cpid.ObjectKey, kind string, eventID int64) tea.Cmd {
 	c.tab = paneRevisions
 	return c.revs.open(ref, kind, eventID)
 }

@@ -9,7 +9,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/cpid-dev/cpid/sqlite"
+	"github.com/cpid-dev/cpid"
 )
 
 // pageSize is how many changes one query reads. The list holds one page
@@ -26,7 +26,7 @@ type changesScreen struct {
 	// fixed is true for a list given up front (linked changes); all holds
 	// it, rows what the filter keeps.
 	fixed bool
-	all   []sqlite.ChangeRow
+	all   []cpid.ChangeRow
 
 	sort   string
 	filter string
@@ -36,7 +36,7 @@ type changesScreen struct {
 
 	total  int
 	base   int // index of rows[0] in the whole list
-	rows   []sqlite.ChangeRow
+	rows   []cpid.ChangeRow
 	cursor int // index in the whole list
 	top    int
 	seq    int // the latest load request; older results are dropped
@@ -49,7 +49,7 @@ type changesLoaded struct {
 	seq      int
 	total    int
 	base     int
-	rows     []sqlite.ChangeRow
+	rows     []cpid.ChangeRow
 	byCPID   bool
 	keepID   string
 	keepAt   int
@@ -63,16 +63,16 @@ func newChanges(a *app) *changesScreen {
 	return &changesScreen{a: a, title: "changes", sort: "time"}
 }
 
-func newLinked(a *app, title string, rows []sqlite.ChangeRow) *changesScreen {
+func newLinked(a *app, title string, rows []cpid.ChangeRow) *changesScreen {
 	return &changesScreen{a: a, title: title, fixed: true, all: rows, rows: rows, total: len(rows), loaded: true, sort: "time"}
 }
 
 func (c *changesScreen) crumb() string { return c.title }
 
-func (c *changesScreen) selected() (sqlite.ChangeRow, bool) {
+func (c *changesScreen) selected() (cpid.ChangeRow, bool) {
 	i := c.cursor - c.base
 	if i < 0 || i >= len(c.rows) {
-		return sqlite.ChangeRow{}, false
+		return cpid.ChangeRow{}, false
 	}
 	return c.rows[i], true
 }
@@ -113,7 +113,7 @@ func (c *changesScreen) fetch(at int, keepID string) tea.Cmd {
 		if base >= msg.total {
 			msg.base = max(0, msg.total-pageSize)
 		}
-		msg.rows, msg.err = st.Changes(ctx, sqlite.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: msg.base})
+		msg.rows, msg.err = st.Changes(ctx, cpid.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: msg.base})
 		return msg
 	}
 }
@@ -240,24 +240,24 @@ type column struct {
 	width int // 0: shares what is left
 	right bool
 	drop  int // dropped first when narrow: higher drops earlier
-	cell  func(r sqlite.ChangeRow) string
+	cell  func(r cpid.ChangeRow) string
 }
 
 func (c *changesScreen) columns(w int) []column {
 	cols := []column{
-		{title: "STARTED", width: 12, cell: func(r sqlite.ChangeRow) string { return clock(r.StartedNS) }},
-		{title: "WHO", cell: func(r sqlite.ChangeRow) string {
+		{title: "STARTED", width: 12, cell: func(r cpid.ChangeRow) string { return clock(r.StartedNS) }},
+		{title: "WHO", cell: func(r cpid.ChangeRow) string {
 			if a := agent(r.UserAgent); a != "" {
 				return r.User + " (" + a + ")"
 			}
 			return r.User
 		}},
-		{title: "VERB", width: 12, cell: func(r sqlite.ChangeRow) string { return withSub(r.Verb, r.Subresource) }},
-		{title: "OBJECT", cell: func(r sqlite.ChangeRow) string { return object(r.Kind, r.Namespace, r.Name) }},
-		{title: "OBJS", width: 4, right: true, drop: 2, cell: func(r sqlite.ChangeRow) string { return strconv.Itoa(r.Objects) }},
-		{title: "WRITES", width: 6, right: true, cell: func(r sqlite.ChangeRow) string { return strconv.Itoa(r.Writes) }},
-		{title: "SETTLED", width: 8, right: true, cell: func(r sqlite.ChangeRow) string { return dur(r.SettledNS - r.StartedNS) }},
-		{title: "SLOWEST", width: 8, right: true, drop: 1, cell: func(r sqlite.ChangeRow) string { return dur(r.SlowestHopNS) }},
+		{title: "VERB", width: 12, cell: func(r cpid.ChangeRow) string { return withSub(r.Verb, r.Subresource) }},
+		{title: "OBJECT", cell: func(r cpid.ChangeRow) string { return object(r.Kind, r.Namespace, r.Name) }},
+		{title: "OBJS", width: 4, right: true, drop: 2, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Objects) }},
+		{title: "WRITES", width: 6, right: true, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Writes) }},
+		{title: "SETTLED", width: 8, right: true, cell: func(r cpid.ChangeRow) string { return dur(r.SettledNS - r.StartedNS) }},
+		{title: "SLOWEST", width: 8, right: true, drop: 1, cell: func(r cpid.ChangeRow) string { return dur(r.SlowestHopNS) }},
 	}
 	// Drop columns until the flexible ones get 40 cells.
 	for d := 1; d <= 2; d++ {

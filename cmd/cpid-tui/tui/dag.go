@@ -7,7 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/cpid-dev/cpid/sqlite"
+	"github.com/cpid-dev/cpid"
 )
 
 // dagView shows the part of the merge DAG a change made as a tree: each
@@ -16,7 +16,7 @@ import (
 // are named on the CPID's line.
 type dagView struct {
 	c         *changeScreen
-	g         sqlite.ChangeGraph
+	g         cpid.ChangeGraph
 	children  map[int][]int // node -> child nodes
 	roots     []int
 	collapsed map[string]bool
@@ -33,7 +33,7 @@ type dagRow struct {
 	obj   int
 }
 
-func (d *dagView) set(g sqlite.ChangeGraph) {
+func (d *dagView) set(g cpid.ChangeGraph) {
 	var keep dagRow
 	if d.cursor < len(d.rows) {
 		keep = d.rows[d.cursor]
@@ -110,13 +110,13 @@ func (d *dagView) flatten() {
 	}
 }
 
-func (d *dagView) objectText(o sqlite.GraphObject) string {
+func (d *dagView) objectText(o cpid.GraphObject) string {
 	return object(o.Kind, o.Namespace, o.Name) + " " + strings.Join(o.Writers, ", ")
 }
 
-func (d *dagView) selectedNode() (sqlite.GraphNode, bool) {
+func (d *dagView) selectedNode() (cpid.GraphNode, bool) {
 	if d.cursor >= len(d.rows) {
-		return sqlite.GraphNode{}, false
+		return cpid.GraphNode{}, false
 	}
 	return d.g.Nodes[d.rows[d.cursor].node], true
 }
@@ -144,7 +144,7 @@ func (d *dagView) update(msg tea.Msg) tea.Cmd {
 		d.cursor = len(d.rows) - 1
 	case key.Matches(km, k.Open) && r.obj >= 0:
 		o := node.Objects[r.obj]
-		return d.c.openRevisions(sqlite.ObjectRef{Resource: o.Resource, Namespace: o.Namespace, Name: o.Name}, o.Kind, 0)
+		return d.c.openRevisions(cpid.ObjectKey{Group: o.APIGroup, Resource: o.Resource, Namespace: o.Namespace, Name: o.Name}, o.Kind, 0)
 	case key.Matches(km, k.Open, k.Toggle) && r.obj < 0:
 		d.toggle(node.CPID, !d.collapsed[node.CPID])
 	case key.Matches(km, k.Right):
@@ -229,7 +229,7 @@ func (d *dagView) rowText(r dagRow, w int) string {
 
 // nodeText says how a CPID came to be: the user's root, or a merge and of
 // what.
-func (d *dagView) nodeText(n sqlite.GraphNode) string {
+func (d *dagView) nodeText(n cpid.GraphNode) string {
 	if len(n.Merges) == 0 {
 		return n.Origin
 	}

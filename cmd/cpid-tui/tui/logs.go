@@ -10,7 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/cpid-dev/cpid/sqlite"
+	"github.com/cpid-dev/cpid"
 )
 
 // logLimit bounds the log lines read for one change.
@@ -24,19 +24,19 @@ type logsView struct {
 	loaded    bool
 	seq       int
 	err       error
-	set       sqlite.ChangeLogSet
-	lines     []sqlite.LogLine // what the filter keeps
+	set       cpid.ChangeLogSet
+	lines     []cpid.LogLine // what the filter keeps
 	filter    string
 	cursor    int
 	top       int
-	at        sqlite.TimelineEntry // the timeline's cursor
+	at        cpid.TimelineEntry // the timeline's cursor
 	haveAt    bool
 }
 
 type logsLoaded struct {
 	to  *changeScreen
 	seq int
-	set sqlite.ChangeLogSet
+	set cpid.ChangeLogSet
 	err error
 }
 
@@ -54,7 +54,7 @@ func (l *logsView) load() tea.Cmd {
 
 // align puts the cursor on the first line at or after the timeline's
 // cursor.
-func (l *logsView) align(e sqlite.TimelineEntry, ok bool) {
+func (l *logsView) align(e cpid.TimelineEntry, ok bool) {
 	l.at, l.haveAt = e, ok
 	if !ok {
 		return

@@ -14,7 +14,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/cpid-dev/cpid/sqlite"
+	"github.com/cpid-dev/cpid"
 )
 
 // Options configure a Model.
@@ -34,7 +34,7 @@ type Options struct {
 // app is what every screen shares.
 type app struct {
 	ctx  context.Context
-	st   *sqlite.Store
+	st   cpid.ChangeReader
 	keys keys
 	sty  styles
 	now  func() time.Time
@@ -74,7 +74,7 @@ type noticeMsg string
 
 // versionMsg is the result of a data version check.
 type versionMsg struct {
-	v   sqlite.DataVersion
+	v   cpid.DataVersion
 	err error
 }
 
@@ -98,13 +98,13 @@ type Model struct {
 	help    bool
 	editing bool // the filter input has the keys
 	input   textinput.Model
-	version sqlite.DataVersion
+	version cpid.DataVersion
 	checked time.Time
 	notice  string
 }
 
 // New returns a Model over an open store. ctx bounds every query.
-func New(ctx context.Context, st *sqlite.Store, opt Options) *Model {
+func New(ctx context.Context, st cpid.ChangeReader, opt Options) *Model {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -165,7 +165,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.notice = msg.err.Error()
 			return m, m.tick()
 		}
-		first := m.version == (sqlite.DataVersion{})
+		first := m.version == (cpid.DataVersion{})
 		changed := msg.v != m.version
 		m.version = msg.v
 		if first || !changed {

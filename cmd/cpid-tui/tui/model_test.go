@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -489,11 +490,11 @@ func TestWalkthrough(t *testing.T) {
 func TestTimelineLayers(t *testing.T) {
 	a := &app{sty: newStyles(false), keys: newKeys()}
 	c := newChange(a, "x")
-	c.tl.set([]sqlite.TimelineEntry{
+	c.tl.set([]cpid.TimelineEntry{
 		{EventID: 1, ReceivedNS: 0, NS: 10, Writer: "op", Critical: true},
 		{EventID: 2, ReceivedNS: 900, NS: 1000, Writer: "op", CauseID: 1, CauseNS: 10, Critical: true},
 		{EventID: 3, ReceivedNS: 400, NS: 500, Writer: "op", CauseID: 1, CauseNS: 10, Attempt: true, Code: 409},
-	}, []sqlite.ChangeSpan{{Service: "op", StartNS: 600, EndNS: 800}, {Service: "other", StartNS: 100, EndNS: 300}})
+	}, []cpid.ChangeSpan{{Service: "op", StartNS: 600, EndNS: 800}, {Service: "other", StartNS: 100, EndNS: 300}})
 	c.tl.cursor = -1 // no cursor: nothing reversed
 	lane := ansi.Strip(c.tl.lane("op", 101, func(ns int64) int { return int(ns / 10) }, 0, 1000))
 	for _, want := range []struct {

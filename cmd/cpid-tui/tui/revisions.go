@@ -7,7 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/cpid-dev/cpid/sqlite"
+	"github.com/cpid-dev/cpid"
 )
 
 // revisionLimit bounds the revisions read for one object: the latest ones.
@@ -21,9 +21,9 @@ type revisionsView struct {
 	loaded    bool
 	seq       int
 	err       error
-	ref       sqlite.ObjectRef
+	ref       cpid.ObjectKey
 	kind      string
-	revs      []sqlite.Revision
+	revs      []cpid.Revision
 	more      bool
 	shown     []int // indexes into revs that the filter keeps
 	filter    string
@@ -38,8 +38,8 @@ type revisionsView struct {
 type revisionsLoaded struct {
 	to   *changeScreen
 	seq  int
-	ref  sqlite.ObjectRef
-	revs []sqlite.Revision
+	ref  cpid.ObjectKey
+	revs []cpid.Revision
 	more bool
 	err  error
 }
@@ -48,7 +48,7 @@ func (m revisionsLoaded) target() screen { return m.to }
 
 // open shows the revisions of an object, the cursor on event eventID (or
 // on the change's last write of it when 0).
-func (r *revisionsView) open(ref sqlite.ObjectRef, kind string, eventID int64) tea.Cmd {
+func (r *revisionsView) open(ref cpid.ObjectKey, kind string, eventID int64) tea.Cmd {
 	if ref != r.ref {
 		r.loaded, r.revs, r.shown = false, nil, nil
 	}
@@ -251,7 +251,7 @@ func (r *revisionsView) view(w, h int) string {
 func (r *revisionsView) diffView(cur, base, w, h int) []string {
 	s := &r.c.a.sty
 	rv := r.revs[cur]
-	label := func(x sqlite.Revision) string {
+	label := func(x cpid.Revision) string {
 		return fmt.Sprintf("#%d rv %s (%s %s)", x.Seq, x.ResourceVersion, x.Writer, withSub(x.Verb, x.Subresource))
 	}
 	var head string

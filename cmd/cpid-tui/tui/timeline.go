@@ -7,7 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/cpid-dev/cpid/sqlite"
+	"github.com/cpid-dev/cpid"
 )
 
 // Glyphs of the timeline chart. The critical path has its own, so it shows
@@ -28,9 +28,9 @@ const (
 // runs under the chart, with the cursor, and the selected write's detail.
 type timelineView struct {
 	c       *changeScreen
-	all     []sqlite.TimelineEntry
-	spans   []sqlite.ChangeSpan
-	ents    []sqlite.TimelineEntry // what the filter keeps
+	all     []cpid.TimelineEntry
+	spans   []cpid.ChangeSpan
+	ents    []cpid.TimelineEntry // what the filter keeps
 	filter  string
 	cursor  int
 	listTop int
@@ -39,7 +39,7 @@ type timelineView struct {
 	byObj   bool    // lanes per object instead of per controller
 }
 
-func (t *timelineView) set(ents []sqlite.TimelineEntry, spans []sqlite.ChangeSpan) {
+func (t *timelineView) set(ents []cpid.TimelineEntry, spans []cpid.ChangeSpan) {
 	keep := int64(-1)
 	if e, ok := t.cursorEntry(); ok {
 		keep = e.EventID
@@ -65,18 +65,18 @@ func (t *timelineView) apply(keep int64) {
 	t.cursor = clamp(t.cursor, len(t.ents))
 }
 
-func (t *timelineView) entryText(e sqlite.TimelineEntry) string {
+func (t *timelineView) entryText(e cpid.TimelineEntry) string {
 	return strings.Join([]string{e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name), e.CPID, e.Rule, e.Origin}, " ")
 }
 
-func (t *timelineView) cursorEntry() (sqlite.TimelineEntry, bool) {
+func (t *timelineView) cursorEntry() (cpid.TimelineEntry, bool) {
 	if t.cursor < 0 || t.cursor >= len(t.ents) {
-		return sqlite.TimelineEntry{}, false
+		return cpid.TimelineEntry{}, false
 	}
 	return t.ents[t.cursor], true
 }
 
-func (t *timelineView) laneOf(e sqlite.TimelineEntry) string {
+func (t *timelineView) laneOf(e cpid.TimelineEntry) string {
 	if t.byObj {
 		return e.Kind + " " + e.Name
 	}
@@ -170,7 +170,7 @@ func (t *timelineView) update(msg tea.Msg) tea.Cmd {
 		t.laneTop = 0
 	case key.Matches(km, k.Open):
 		if e, ok := t.cursorEntry(); ok {
-			return t.c.openRevisions(sqlite.ObjectRef{Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
+			return t.c.openRevisions(cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
 		}
 	case key.Matches(km, k.Origins, k.Related):
 		if e, ok := t.cursorEntry(); ok && e.CPID != "" {
@@ -268,7 +268,7 @@ func (t *timelineView) lane(name string, w int, x func(int64) int, from, to int6
 		}
 	}
 	cur, _ := t.cursorEntry()
-	mine := func(e sqlite.TimelineEntry, critical bool) bool {
+	mine := func(e cpid.TimelineEntry, critical bool) bool {
 		return t.laneOf(e) == name && e.Critical == critical && e.NS >= from
 	}
 	// Layers, each over the one before: hops, the critical path's hops,

@@ -1,3 +1,0 @@
-package sqlite
-
-// auditLine makes a RequestResponse- or Request-level audit event line.
