@@ -18,6 +18,7 @@ vet:
 # The default test run: never builds Kubernetes, uses committed fixtures.
 test: vet
 	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 -run 'Concurrent' ./sqlite/
 
 # Ingest and reconstruct the bundled real fixture into demo.db, then open
 # the terminal UI on it (q quits, ? shows the keys).

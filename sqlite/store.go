@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -36,7 +37,8 @@ type Store struct {
 	// consistent snapshot while the writer commits.
 	r *sql.DB
 
-	fileIDs map[string]int64 // path -> files.id, owned by the writer
+	mu      sync.Mutex       // guards fileIDs: Write may be called from several goroutines
+	fileIDs map[string]int64 // path -> files.id of committed rows
 }
 
 // Open opens (creating if needed, with mode 0600) the database at path and

@@ -289,3 +289,44 @@ func TestConcurrentFirstOpens(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentWrites writes batches from several goroutines at once (run
+// with -race): every record is stored once, none lost.
+func TestConcurrentWrites(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	const writers, batches = 4, 20
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			var err error
+			for i := range batches {
+				b := &cpid.Batch{}
+				for j := range 5 {
+					n := (w*batches+i)*5 + j
+					b.Logs = append(b.Logs, cpid.Log{
+						LogRecord: cpid.LogRecord{Hash: [16]byte{byte(n), byte(n >> 8), 1}, TimeNS: int64(n), Msg: "m", Fields: []byte(`{}`)},
+						// Each writer its own files and a shared one.
+						Pos: cpid.Pos{File: fmt.Sprintf("f%d-%d.log", w, i%3), Line: n}})
+					b.Logs = append(b.Logs, cpid.Log{
+						LogRecord: cpid.LogRecord{Hash: [16]byte{byte(n), byte(n >> 8), 2}, TimeNS: int64(n), Msg: "m", Fields: []byte(`{}`)},
+						Pos:       cpid.Pos{File: "shared.log", Line: n}})
+				}
+				if _, err = s.Write(ctx, b); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs, files int
+	s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM log_records), (SELECT count(*) FROM files)`).Scan(&logs, &files)
+	if want := writers * batches * 5 * 2; logs != want || files != writers*3+1 {
+		t.Errorf("%d log records in %d files, want %d in %d", logs, files, want, writers*3+1)
+	}
+}

@@ -32,9 +32,10 @@ ON CONFLICT(source) DO UPDATE SET file = excluded.file, fingerprint = excluded.f
 	bad = bad + excluded.bad, possible_loss = possible_loss + excluded.possible_loss,
 	newest_ns = max(newest_ns, excluded.newest_ns), committed_ns = excluded.committed_ns`
 
-// Write stores a batch in one transaction. Records whose hash is already
-// stored are skipped and counted as duplicates, so writing the same batch
-// twice changes nothing. The batch's checkpoints are stored in the same
+// Write stores a batch in one transaction (cpid.RecordWriter). Records
+// whose hash is already stored are skipped and counted as duplicates, so
+// writing the same batch twice changes nothing. It is safe for concurrent
+// use: transactions queue for the one writer connection. The batch's checkpoints are stored in the same
 // transaction, with the duplicates among the records each covers.
 func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	var res cpid.Written
@@ -50,7 +51,10 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	stmtCtx := context.WithoutCancel(ctx)
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		fileID := func(path string) (int64, error) {
-			if id, ok := s.fileIDs[path]; ok {
+			s.mu.Lock()
+			id, ok := s.fileIDs[path]
+			s.mu.Unlock()
+			if ok {
 				return id, nil
 			}
 			if id, ok := newFiles[path]; ok {
@@ -59,7 +63,6 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO files(path) VALUES (?)`, path); err != nil {
 				return 0, err
 			}
-			var id int64
 			if err := tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path = ?`, path).Scan(&id); err != nil {
 				return 0, err
 			}
@@ -144,9 +147,11 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	if err != nil {
 		return cpid.Written{}, err
 	}
+	s.mu.Lock()
 	for p, id := range newFiles {
 		s.fileIDs[p] = id
 	}
+	s.mu.Unlock()
 	return res, nil
 }
 
