@@ -154,13 +154,9 @@ func dropIDs(ids []string, drop ...string) []string {
 // descends from (its origins); otherwise the changes whose CPIDs descend from
 // it (what it went on to cause).
 func (s *Store) LinkedChanges(ctx context.Context, change, cid string, ancestors bool) ([]cpid.ChangeRow, error) {
-	walk := `WITH RECURSIVE g(cpid) AS (
-		SELECT ? UNION
-		SELECT m.cpid FROM g JOIN mergelog_sources x ON x.source_cpid = g.cpid JOIN mergelogs m ON m.id = x.mergelog_id)`
+	walk := descendants("g", "?")
 	if ancestors {
-		walk = `WITH RECURSIVE g(cpid) AS (
-		SELECT ? UNION
-		SELECT x.source_cpid FROM g JOIN mergelogs m ON m.cpid = g.cpid JOIN mergelog_sources x ON x.mergelog_id = m.id)`
+		walk = ancestorsOf("g", "?")
 	}
 	// The change_id conditions are applied here: in SQL the planner prefers
 	// scanning revisions_change to looking up the few CPIDs.
@@ -341,9 +337,7 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 	if err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
-	set.Lines, err = logLines(ctx, db, `WITH RECURSIVE rel(cpid) AS (
-		SELECT ? UNION SELECT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL UNION
-		SELECT m.cpid FROM rel JOIN mergelog_sources x ON x.source_cpid = rel.cpid JOIN mergelogs m ON m.id = x.mergelog_id)
+	set.Lines, err = logLines(ctx, db, descendants("rel", "? UNION SELECT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL")+`
 		`+logSelect+` WHERE l.cpid IN (SELECT cpid FROM rel) ORDER BY l.ts_ns, l.id LIMIT ?`, change, change, limit+1)
 	if err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)

@@ -71,18 +71,12 @@ func markCritical(ts []cpid.TimelineEntry) {
 // Related returns the CPID and every CPID that descends from it in the merge
 // graph (paper Table 2).
 func (s *Store) Related(ctx context.Context, cpid string) ([]string, error) {
-	return s.walk(ctx, cpid, `WITH RECURSIVE rel(cpid) AS (
-		SELECT ? UNION
-		SELECT m.cpid FROM rel JOIN mergelog_sources x ON x.source_cpid = rel.cpid JOIN mergelogs m ON m.id = x.mergelog_id)
-		SELECT cpid FROM rel`)
+	return s.walk(ctx, cpid, descendants("rel", "?")+` SELECT cpid FROM rel`)
 }
 
 // Origins returns the CPID and every CPID it descends from.
 func (s *Store) Origins(ctx context.Context, cpid string) ([]string, error) {
-	return s.walk(ctx, cpid, `WITH RECURSIVE anc(cpid) AS (
-		SELECT ? UNION
-		SELECT x.source_cpid FROM anc JOIN mergelogs m ON m.cpid = anc.cpid JOIN mergelog_sources x ON x.mergelog_id = m.id)
-		SELECT cpid FROM anc`)
+	return s.walk(ctx, cpid, ancestorsOf("anc", "?")+` SELECT cpid FROM anc`)
 }
 
 func (s *Store) walk(ctx context.Context, cpid, q string) ([]string, error) {
@@ -141,9 +135,7 @@ func (s *Store) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error
 	if n == 0 {
 		return nil, fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
 	}
-	rows, err := s.r.QueryContext(ctx, `WITH RECURSIVE rel(cpid) AS (
-		SELECT ?1 UNION
-		SELECT m.cpid FROM rel JOIN mergelog_sources x ON x.source_cpid = rel.cpid JOIN mergelogs m ON m.id = x.mergelog_id)
+	rows, err := s.r.QueryContext(ctx, descendants("rel", "?1")+`
 		SELECT kind, span_id, parent_id, COALESCE(cpid, ''), service, name, start_ns, end_ns FROM spans
 		WHERE (kind = 'apiserver' AND event_id IN (SELECT event_id FROM revisions WHERE change_id = ?1))
 		   OR (kind = 'controller' AND cpid IN (SELECT cpid FROM rel))
@@ -161,4 +153,24 @@ func (s *Store) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// descendants is the WITH clause of the walk down the merge DAG: the CPIDs
+// that seed selects (a SELECT's column list and what follows it) and every
+// CPID that descends from them, as the table name(cpid). Every query that
+// needs the CPIDs related to a change goes through it.
+func descendants(name, seed string) string {
+	return `WITH RECURSIVE ` + name + `(cpid) AS (
+		SELECT ` + seed + ` UNION
+		SELECT m.cpid FROM ` + name + ` JOIN mergelog_sources x ON x.source_cpid = ` + name + `.cpid
+		JOIN mergelogs m ON m.id = x.mergelog_id)`
+}
+
+// ancestorsOf is descendants' walk up the DAG: the seed's CPIDs and every
+// CPID they descend from.
+func ancestorsOf(name, seed string) string {
+	return `WITH RECURSIVE ` + name + `(cpid) AS (
+		SELECT ` + seed + ` UNION
+		SELECT x.source_cpid FROM ` + name + ` JOIN mergelogs m ON m.cpid = ` + name + `.cpid
+		JOIN mergelog_sources x ON x.mergelog_id = m.id)`
 }
