@@ -80,241 +80,304 @@ type written struct {
 // Run follows the logs until ctx ends, then stores what it read and
 // returns nil. It returns an error when the store fails.
 func (t *Tailer) Run(ctx context.Context) error {
-	m := t.Metrics
-	if m == nil {
-		m = &Metrics{}
-	}
-	size := t.BatchSize
-	if size <= 0 {
-		size = 5000
-	}
-	poll := t.Poll
-	if poll <= 0 {
-		poll = time.Second
-	}
-	notice := t.Notice
-	if notice == nil {
-		notice = func(Notice) {}
-	}
-	lim := t.Limits.withDefaults()
-	resume := map[string]cpid.Checkpoint{}
-	for _, c := range t.Resume {
-		resume[c.Source] = c
-	}
-
-	var events <-chan fsnotify.Event
-	var errs <-chan error
+	r := t.newRun()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		notice(Notice{Name: "fsnotify", Reason: fmt.Sprintf("%v: polling every %s only", err, poll)})
+		r.notice(Notice{Name: "fsnotify", Reason: fmt.Sprintf("%v: polling every %s only", err, r.poll)})
 	} else {
 		defer w.Close()
-		events, errs = w.Events, w.Errors
+		r.w = w
 	}
-
-	follows := map[string]*follow{}
-	var order []*follow
-	watched := map[string]bool{}
-	expand := func() {
-		for _, src := range t.sources(notice) {
-			if follows[src] != nil {
-				continue
-			}
-			f := newFollow(src, resume[src], lim, t.redaction(), notice, m)
-			follows[src] = f
-			order = append(order, f)
-			sort.Slice(order, func(i, j int) bool { return order[i].source < order[j].source })
-		}
-		for _, f := range order {
-			if w != nil && !watched[f.dir] {
-				if err := w.Add(f.dir); err == nil {
-					watched[f.dir] = true
-				}
-			}
-		}
-	}
-	wakeAll := func() {
-		for _, f := range order {
-			f.wake = true
-		}
-	}
-	defer func() {
-		for _, f := range order {
-			f.close()
-		}
-	}()
-	expand()
+	defer r.closeAll()
+	r.expand()
 
 	// One goroutine writes, so that reading goes on during a commit.
-	toWrite := make(chan *cpid.Batch)
-	done := make(chan written)
 	wctx := context.WithoutCancel(ctx) // the last batch is stored after ctx ends
 	go func() {
-		for b := range toWrite {
+		for b := range r.toWrite {
 			n, err := t.Sink.Write(wctx, b)
-			done <- written{b: b, w: n, err: err, at: time.Now()}
+			r.done <- written{b: b, w: n, err: err, at: time.Now()}
 		}
 	}()
-	defer close(toWrite)
-	spare := &cpid.Batch{}
-	inflight := false
-	var storeErr error
-	finished := func(r written) {
-		inflight = false
-		if r.err != nil {
-			m.Failed.Add(1)
-			storeErr = fmt.Errorf("store: %w", r.err)
-		} else {
-			m.Committed(r.b, r.w, r.at)
-		}
-		r.b.Reset()
-		spare = r.b
-	}
-	pending := func() int {
-		n := 0
-		for _, f := range order {
-			n += f.pendingRecords()
-		}
-		return n
-	}
-	flush := func() {
-		b := spare
-		for _, f := range order {
-			if !f.dirty {
-				continue
-			}
-			b.Checkpoints = append(b.Checkpoints, f.checkpoint())
-			b.Audits = append(b.Audits, f.audits...)
-			b.Logs = append(b.Logs, f.logs...)
-			clear(f.audits)
-			clear(f.logs)
-			f.audits, f.logs = f.audits[:0], f.logs[:0]
-		}
-		if len(b.Checkpoints) == 0 {
-			return
-		}
-		spare = nil
-		inflight = true
-		toWrite <- b
-	}
-	dirty := func() bool {
-		for _, f := range order {
-			if f.dirty {
-				return true
-			}
-		}
-		return false
-	}
+	defer close(r.toWrite)
 
-	var recon <-chan time.Time
-	reconDone := make(chan error, 1)
-	reconRunning := false
-	if t.Reconstruct != nil {
-		every := t.ReconstructEvery
-		if every <= 0 {
-			every = 10 * time.Second
-		}
-		tk := time.NewTicker(every)
-		defer tk.Stop()
-		recon = tk.C
-	}
+	recon, stopRecon := r.reconstructTicker()
+	defer stopRecon()
 	rctx, rcancel := context.WithCancel(ctx)
 	defer func() {
 		rcancel()
-		if reconRunning {
-			<-reconDone
+		if r.reconRunning {
+			<-r.reconDone
 		}
 	}()
 
-	tick := time.NewTicker(poll)
+	tick := time.NewTicker(r.poll)
 	defer tick.Stop()
-	for storeErr == nil {
+	for r.storeErr == nil {
 		progress := 0
 		if ctx.Err() == nil {
-			for _, f := range order {
-				if !f.wake {
-					continue
-				}
-				n, err := f.step(readBudget)
-				if err != nil {
-					if msg := err.Error(); msg != f.lastErr {
-						notice(Notice{Name: f.source, Reason: msg})
-						f.lastErr = msg
-					}
-					f.close()
-				}
-				if n == 0 {
-					f.wake = false
-				}
-				progress += n
-			}
+			progress = r.readAll()
 		}
-		if p := pending(); p >= size || (progress == 0 && dirty()) {
-			if inflight && p >= size {
-				finished(<-done) // back pressure: the store is behind
-			}
-			if !inflight && storeErr == nil {
-				flush()
-			}
-		}
+		r.store(progress)
 		if ctx.Err() != nil {
-			// Store everything read, then stop.
-			if inflight {
-				finished(<-done)
-			}
-			if storeErr == nil && dirty() {
-				flush()
-				finished(<-done)
-			}
-			return storeErr
+			return r.drain()
 		}
 		// With more to read, only look at what else is ready; else wait.
 		var more <-chan time.Time
 		if progress > 0 {
 			more = ready
 		}
+		var events <-chan fsnotify.Event
+		var errs <-chan error
+		if r.w != nil {
+			events, errs = r.w.Events, r.w.Errors
+		}
 		select {
 		case <-more:
 		case <-ctx.Done():
-		case r := <-done:
-			finished(r)
+		case res := <-r.done:
+			r.finished(res)
 		case ev := <-events:
-			dir := filepath.Dir(ev.Name)
-			for _, f := range order {
-				if f.dir == dir {
-					f.wake = true
-				}
-			}
-			if ev.Has(fsnotify.Create) {
-				expand()
-			}
+			r.changed(ev)
 		case err := <-errs:
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				notice(Notice{Name: "fsnotify", Reason: "event queue overflowed: rescanning every log"})
+				r.notice(Notice{Name: "fsnotify", Reason: "event queue overflowed: rescanning every log"})
 			} else if err != nil {
-				notice(Notice{Name: "fsnotify", Reason: err.Error()})
+				r.notice(Notice{Name: "fsnotify", Reason: err.Error()})
 			}
-			expand()
-			wakeAll()
+			r.expand()
+			r.wakeAll()
 		case <-tick.C:
-			expand()
-			wakeAll()
+			r.expand()
+			r.wakeAll()
 		case <-recon:
-			if !reconRunning {
-				reconRunning = true
-				go func() { reconDone <- t.Reconstruct(rctx) }()
+			if !r.reconRunning {
+				r.reconRunning = true
+				go func() { r.reconDone <- t.Reconstruct(rctx) }()
 			}
-		case err := <-reconDone:
-			reconRunning = false
+		case err := <-r.reconDone:
+			r.reconRunning = false
 			if err != nil && rctx.Err() == nil {
-				notice(Notice{Name: "reconstruct", Reason: err.Error()})
+				r.notice(Notice{Name: "reconstruct", Reason: err.Error()})
 			}
 		}
 	}
-	if inflight {
-		<-done
+	if r.inflight {
+		<-r.done
 	}
-	return storeErr
+	return r.storeErr
+}
+
+// run is the state of one Tailer.Run, owned by its goroutine: the followed
+// logs, the batch being filled and the one being written.
+type run struct {
+	t      *Tailer
+	m      *Metrics
+	size   int
+	poll   time.Duration
+	notice func(Notice)
+	lim    Limits
+	resume map[string]cpid.Checkpoint
+
+	w       *fsnotify.Watcher // nil: polling only
+	follows map[string]*follow
+	order   []*follow // by source
+	watched map[string]bool
+
+	toWrite  chan *cpid.Batch
+	done     chan written
+	spare    *cpid.Batch
+	inflight bool
+	storeErr error
+
+	reconDone    chan error
+	reconRunning bool
+}
+
+func (t *Tailer) newRun() *run {
+	r := &run{t: t, m: t.Metrics, size: t.BatchSize, poll: t.Poll, notice: t.Notice, lim: t.Limits.withDefaults(),
+		resume: map[string]cpid.Checkpoint{}, follows: map[string]*follow{}, watched: map[string]bool{},
+		toWrite: make(chan *cpid.Batch), done: make(chan written), spare: &cpid.Batch{}, reconDone: make(chan error, 1)}
+	if r.m == nil {
+		r.m = &Metrics{}
+	}
+	if r.size <= 0 {
+		r.size = 5000
+	}
+	if r.poll <= 0 {
+		r.poll = time.Second
+	}
+	if r.notice == nil {
+		r.notice = func(Notice) {}
+	}
+	for _, c := range t.Resume {
+		r.resume[c.Source] = c
+	}
+	return r
+}
+
+// expand follows the sources that appeared, and watches their directories.
+func (r *run) expand() {
+	for _, src := range r.t.sources(r.notice) {
+		if r.follows[src] != nil {
+			continue
+		}
+		f := newFollow(src, r.resume[src], r.lim, r.t.redaction(), r.notice, r.m)
+		r.follows[src] = f
+		r.order = append(r.order, f)
+		sort.Slice(r.order, func(i, j int) bool { return r.order[i].source < r.order[j].source })
+	}
+	for _, f := range r.order {
+		if r.w != nil && !r.watched[f.dir] {
+			if err := r.w.Add(f.dir); err == nil {
+				r.watched[f.dir] = true
+			}
+		}
+	}
+}
+
+func (r *run) wakeAll() {
+	for _, f := range r.order {
+		f.wake = true
+	}
+}
+
+func (r *run) closeAll() {
+	for _, f := range r.order {
+		f.close()
+	}
+}
+
+// changed wakes the logs of the directory an fsnotify event is about.
+func (r *run) changed(ev fsnotify.Event) {
+	dir := filepath.Dir(ev.Name)
+	for _, f := range r.order {
+		if f.dir == dir {
+			f.wake = true
+		}
+	}
+	if ev.Has(fsnotify.Create) {
+		r.expand()
+	}
+}
+
+// readAll gives every awake log a turn of readBudget lines and returns how
+// many lines were read.
+func (r *run) readAll() int {
+	progress := 0
+	for _, f := range r.order {
+		if !f.wake {
+			continue
+		}
+		n, err := f.step(readBudget)
+		if err != nil {
+			if msg := err.Error(); msg != f.lastErr {
+				r.notice(Notice{Name: f.source, Reason: msg})
+				f.lastErr = msg
+			}
+			f.close()
+		}
+		if n == 0 {
+			f.wake = false
+		}
+		progress += n
+	}
+	return progress
+}
+
+// store hands a batch to the writer when one is full, or when nothing more
+// was read and something is pending; a full batch waits for the one being
+// written (back pressure: the store is behind).
+func (r *run) store(progress int) {
+	p := r.pending()
+	if p < r.size && (progress > 0 || !r.dirty()) {
+		return
+	}
+	if r.inflight && p >= r.size {
+		r.finished(<-r.done)
+	}
+	if !r.inflight && r.storeErr == nil {
+		r.flush()
+	}
+}
+
+// drain stores everything read, then returns the store's error, if any.
+func (r *run) drain() error {
+	if r.inflight {
+		r.finished(<-r.done)
+	}
+	if r.storeErr == nil && r.dirty() {
+		r.flush()
+		r.finished(<-r.done)
+	}
+	return r.storeErr
+}
+
+// finished takes the writer's report of a batch.
+func (r *run) finished(res written) {
+	r.inflight = false
+	if res.err != nil {
+		r.m.Failed.Add(1)
+		r.storeErr = fmt.Errorf("store: %w", res.err)
+	} else {
+		r.m.Committed(res.b, res.w, res.at)
+	}
+	res.b.Reset()
+	r.spare = res.b
+}
+
+func (r *run) pending() int {
+	n := 0
+	for _, f := range r.order {
+		n += f.pendingRecords()
+	}
+	return n
+}
+
+func (r *run) dirty() bool {
+	for _, f := range r.order {
+		if f.dirty {
+			return true
+		}
+	}
+	return false
+}
+
+// flush moves what every log read, with its checkpoint, into a batch and
+// hands it to the writer.
+func (r *run) flush() {
+	b := r.spare
+	for _, f := range r.order {
+		if !f.dirty {
+			continue
+		}
+		b.Checkpoints = append(b.Checkpoints, f.checkpoint())
+		b.Audits = append(b.Audits, f.audits...)
+		b.Logs = append(b.Logs, f.logs...)
+		clear(f.audits)
+		clear(f.logs)
+		f.audits, f.logs = f.audits[:0], f.logs[:0]
+	}
+	if len(b.Checkpoints) == 0 {
+		return
+	}
+	r.spare = nil
+	r.inflight = true
+	r.toWrite <- b
+}
+
+// reconstructTicker returns the channel that says when to reconstruct (nil
+// when the Tailer does not) and what stops it.
+func (r *run) reconstructTicker() (<-chan time.Time, func()) {
+	if r.t.Reconstruct == nil {
+		return nil, func() {}
+	}
+	every := r.t.ReconstructEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	tk := time.NewTicker(every)
+	return tk.C, tk.Stop
 }
 
 // sources expands Paths into the live paths to follow. A rotated backup
