@@ -8,6 +8,9 @@ import "encoding/json"
 // different groups stay apart.
 type ObjectKey struct {
 	Group, Resource, Namespace, Name string
+	// Cluster names the object's cluster where a reader asks for it;
+	// reconstruct, which derives one cluster at a time, leaves it empty.
+	Cluster string
 }
 
 func (k ObjectKey) String() string {

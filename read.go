@@ -40,6 +40,7 @@ type ChangeRow struct {
 	Writes       int    `json:"writes"`
 	Objects      int    `json:"objects"`
 	SlowestHopNS int64  `json:"slowest_hop_ns"`
+	Cluster      string `json:"cluster"`
 }
 
 // TimelineEntry is one write of a change.
@@ -190,6 +191,7 @@ type Hop struct {
 // TailSource is one log followed by `cpid-tui tail`: where the tailer stands
 // in it, and its counters since it was first tailed.
 type TailSource struct {
+	Cluster string
 	// Checkpoint is the stored position. Its Lines, Bad and PossibleLoss
 	// are totals here, not deltas; Audits and Logs are unused.
 	Checkpoint

@@ -24,8 +24,8 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 		(SELECT COALESCE(max(id), 0) FROM audit_events),
 		(SELECT COALESCE(max(id), 0) FROM log_records),
 		(SELECT COALESCE(max(stage_ns), 0) FROM audit_events),
-		COALESCE((SELECT CAST(value AS INTEGER) FROM reconstruct_state WHERE key = 'event_id'), 0),
-		COALESCE((SELECT CAST(value AS INTEGER) FROM reconstruct_state WHERE key = 'cutoff_ns'), 0)`).
+		COALESCE((SELECT max(CAST(value AS INTEGER)) FROM reconstruct_state WHERE key = 'event_id' AND (?1 = '' OR cluster = ?1)), 0),
+		COALESCE((SELECT max(CAST(value AS INTEGER)) FROM reconstruct_state WHERE key = 'cutoff_ns' AND (?1 = '' OR cluster = ?1)), 0)`, s.cluster).
 		Scan(&v.Events, &v.Logs, &v.NewestNS, &v.Reconstructed, &v.CutoffNS)
 	if err != nil {
 		return v, fmt.Errorf("data version: %w", err)
@@ -35,7 +35,7 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 
 // CountChanges counts the changes that Changes lists for the same filter.
 func (s *Store) CountChanges(ctx context.Context, filter string) (int, error) {
-	where, args := changeFilter(filter)
+	where, args := s.changeFilter(filter)
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count changes: %w", err)
@@ -43,14 +43,24 @@ func (s *Store) CountChanges(ctx context.Context, filter string) (int, error) {
 	return n, nil
 }
 
-// changeFilter is the WHERE clause of ChangeQuery.Filter.
-func changeFilter(filter string) (string, []any) {
-	if filter == "" {
+// changeFilter is the WHERE clause of ChangeQuery.Filter within the view's
+// cluster.
+func (s *Store) changeFilter(filter string) (string, []any) {
+	var conds []string
+	var args []any
+	if s.cluster != "" {
+		conds, args = append(conds, `c.cluster = ?`), append(args, s.cluster)
+	}
+	if filter != "" {
+		f := "%" + strings.ToLower(filter) + "%"
+		conds = append(conds, `(lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ?
+			OR c.id LIKE ? OR lower(c.cluster) LIKE ?)`)
+		args = append(args, f, f, f, f, f, f)
+	}
+	if len(conds) == 0 {
 		return "", nil
 	}
-	f := "%" + strings.ToLower(filter) + "%"
-	return `WHERE lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ? OR c.id LIKE ?`,
-		[]any{f, f, f, f, f}
+	return "WHERE " + strings.Join(conds, " AND "), args
 }
 
 // Changes lists root changes, one page, in two steps: the page's ids
@@ -71,7 +81,7 @@ func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeR
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
-	where, args := changeFilter(q.Filter)
+	where, args := s.changeFilter(q.Filter)
 	args = append(args, q.Limit, q.Offset)
 	var ids []string
 	var rows []cpid.ChangeRow
@@ -106,7 +116,7 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRo
 	}
 	rows, err := db.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
 		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object ->> '$.kind' END, ''), c.api_group, c.resource, c.subresource,
-		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0)
+		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id IN (`+placeholders(len(ids))+`) ORDER BY c.started_ns DESC, c.id`, strArgs(ids)...)
 	if err != nil {
@@ -117,7 +127,7 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRo
 	for rows.Next() {
 		var c cpid.ChangeRow
 		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
-			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS); err != nil {
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster); err != nil {
 			return nil, err
 		}
 		c.Kind = kindOf(c.Kind, c.Resource)
@@ -330,7 +340,8 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 		limit = 1000
 	}
 	var started, settled int64
-	err := db.QueryRowContext(ctx, `SELECT started_ns, settled_ns FROM changes WHERE id = ?`, change).Scan(&started, &settled)
+	var cluster string
+	err := db.QueryRowContext(ctx, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = ?`, change).Scan(&started, &settled, &cluster)
 	if err == sql.ErrNoRows {
 		return set, fmt.Errorf("no change %q", change)
 	}
@@ -352,7 +363,7 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 			return set, fmt.Errorf("writers of change %s: %w", change, err)
 		}
 		var conds []string
-		args := []any{set.FromNS, set.ToNS}
+		args := []any{set.FromNS, set.ToNS, cluster}
 		for _, w := range set.Writers {
 			for _, p := range writerPatterns(w) {
 				conds = append(conds, "lower(f.path) LIKE ? OR lower(l.component) LIKE ?")
@@ -363,7 +374,7 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 			return set, nil
 		}
 		args = append(args, limit+1)
-		set.Lines, err = logLines(ctx, db, logSelect+` WHERE l.ts_ns BETWEEN ? AND ? AND (`+strings.Join(conds, " OR ")+`)
+		set.Lines, err = logLines(ctx, db, logSelect+` WHERE l.ts_ns BETWEEN ? AND ? AND l.cluster = ? AND (`+strings.Join(conds, " OR ")+`)
 			ORDER BY l.ts_ns, l.id LIMIT ?`, args...)
 		if err != nil {
 			return set, fmt.Errorf("logs of change %s: %w", change, err)
@@ -436,9 +447,9 @@ func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int
 		       e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
 		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		WHERE r.resource = ? AND r.namespace = ? AND r.name = ? AND r.api_group = ?
-		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?)
-		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, o.Group, limit+1)
+		WHERE r.resource = ? AND r.namespace = ? AND r.name = ? AND r.api_group = ? AND (?5 = '' OR r.cluster = ?5)
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?6)
+		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, limit+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("revisions of %s: %w", o, err)
 	}

@@ -295,7 +295,7 @@ func TestBrowseQueries(t *testing.T) {
 		}
 
 		// A span of one of the change's CPIDs, as reconstruct stores it.
-		if _, err := s.w.ExecContext(ctx, `INSERT INTO controller_spans VALUES ('s1', '', ?, 'my-operator', 'reconcile', ?, ?, NULL, ?)`,
+		if _, err := s.w.ExecContext(ctx, `INSERT INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id) VALUES ('s1', '', ?, 'my-operator', 'reconcile', ?, ?, NULL, ?)`,
 			id, ch.StartedNS+10, ch.StartedNS+20, set.Lines[0].ID); err != nil {
 			t.Fatal(err)
 		}

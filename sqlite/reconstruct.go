@@ -13,7 +13,7 @@ import (
 // Watermark reads where the last reconstruct stopped (cpid.DerivedStore).
 func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
 	var w cpid.Watermark
-	rows, err := s.r.QueryContext(ctx, `SELECT key, value FROM reconstruct_state`)
+	rows, err := s.r.QueryContext(ctx, `SELECT key, value FROM reconstruct_state WHERE cluster = ?`, s.own())
 	if err != nil {
 		return w, err
 	}
@@ -45,23 +45,28 @@ func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
 func (s *Store) Late(ctx context.Context, w cpid.Watermark, msg string) (int64, error) {
 	var n int64
 	err := s.r.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms+`) +
-		(SELECT count(*) FROM log_records WHERE id > ?3 AND ts_ns <= ?2 AND msg = ?4)`,
-		w.EventID, w.CutoffNS, w.LogID, msg).Scan(&n)
+		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms+` AND cluster = ?5) +
+		(SELECT count(*) FROM log_records WHERE id > ?3 AND ts_ns <= ?2 AND msg = ?4 AND cluster = ?5)`,
+		w.EventID, w.CutoffNS, w.LogID, msg, s.own()).Scan(&n)
 	return n, err
 }
 
 // LatestWrite returns the latest receive time of a write with id <= upToID.
 func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
 	var ns int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ? AND `+writeTerms,
-		upToID).Scan(&ns)
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ? AND `+writeTerms+`
+		AND cluster = ?`, upToID, s.own()).Scan(&ns)
 	return ns, err
 }
 
-// LastIDs returns the highest audit_events.id and log_records.id stored.
+// LastIDs returns the highest audit_events.id and log_records.id of the
+// view's cluster.
 func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
-	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COALESCE(max(id), 0) FROM audit_events), (SELECT COALESCE(max(id), 0) FROM log_records)`).Scan(&event, &log)
+	// Newest first by rowid, stopping at the first of the cluster: as fast
+	// as max(id) when one cluster writes, and no index on cluster needed.
+	err = s.r.QueryRowContext(ctx, `SELECT
+		COALESCE((SELECT id FROM audit_events WHERE cluster = ?1 ORDER BY id DESC LIMIT 1), 0),
+		COALESCE((SELECT id FROM log_records WHERE cluster = ?1 ORDER BY id DESC LIMIT 1), 0)`, s.own()).Scan(&event, &log)
 	return
 }
 
@@ -73,7 +78,7 @@ const writeTerms = `stage IN ('ResponseComplete', 'Panic') AND verb IN ('create'
 // ScanWrites calls fn for the writes q selects (cpid.DerivedStore), in the
 // order the apiserver received them, then id. fn may keep the events.
 func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.WriteEvent) error) error {
-	args := []any{q.AfterNS, q.UpToID}
+	args := []any{q.AfterNS, q.UpToID, s.own()}
 	var ignore strings.Builder
 	var plain []string
 	for _, r := range q.Ignored {
@@ -104,7 +109,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
 		`+bodies+`, b.request_object, e.file_id
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.received_ns > ? AND e.id <= ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+ignore.String()+`
+		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+ignore.String()+`
 		ORDER BY e.received_ns, e.id`, args...)
 	if err != nil {
 		return err
@@ -171,12 +176,12 @@ func (s *Store) filePaths(ctx context.Context) (map[int64]string, error) {
 // ScanLogs calls fn for the log records with afterID < id <= upToID whose
 // message is one of msgs, in id order (cpid.DerivedStore).
 func (s *Store) ScanLogs(ctx context.Context, afterID, upToID int64, msgs []string, fn func(cpid.LogEntry) error) error {
-	args := []any{afterID, upToID}
+	args := []any{afterID, upToID, s.own()}
 	for _, m := range msgs {
 		args = append(args, m)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, ts_ns, msg, fields FROM log_records
-		WHERE id > ? AND id <= ? AND msg IN (`+placeholders(len(msgs))+`) ORDER BY id`, args...)
+		WHERE id > ? AND id <= ? AND cluster = ? AND msg IN (`+placeholders(len(msgs))+`) ORDER BY id`, args...)
 	if err != nil {
 		return err
 	}
@@ -200,8 +205,8 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 	rows, err := s.r.QueryContext(ctx, `SELECT m.id, m.cpid, m.ts_ns, m.service, m.origin, COALESCE(s.source_cpid, '')
 		FROM mergelogs m LEFT JOIN mergelog_sources s ON s.mergelog_id = m.id
 		LEFT JOIN audit_events e ON e.id = m.event_id
-		WHERE m.event_id IS NULL OR e.received_ns <= ?
-		ORDER BY m.id, s.pos`, cutoffNS)
+		WHERE m.cluster = ? AND (m.event_id IS NULL OR e.received_ns <= ?)
+		ORDER BY m.id, s.pos`, s.own(), cutoffNS)
 	if err != nil {
 		return err
 	}
@@ -236,16 +241,18 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 	return nil
 }
 
-// deleteProvisional deletes what was derived from writes received after ns.
-func deleteProvisional(ctx context.Context, tx *sql.Tx, ns int64) error {
+// deleteProvisional deletes what was derived in cluster from writes
+// received after ns.
+func deleteProvisional(ctx context.Context, tx *sql.Tx, cluster string, ns int64) error {
 	for _, q := range []string{
-		`DELETE FROM revisions WHERE stage_ns > ?1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
-		`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id WHERE e.received_ns > ?1)`,
-		`DELETE FROM mergelogs WHERE event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
-		`DELETE FROM changes WHERE started_ns > ?1`,
-		`DELETE FROM anomalies WHERE event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
+		`DELETE FROM revisions WHERE stage_ns > ?1 AND cluster = ?2 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
+		`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
+		   WHERE e.received_ns > ?1 AND m.cluster = ?2)`,
+		`DELETE FROM mergelogs WHERE cluster = ?2 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
+		`DELETE FROM changes WHERE started_ns > ?1 AND cluster = ?2`,
+		`DELETE FROM anomalies WHERE cluster = ?2 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
 	} {
-		if _, err := tx.ExecContext(ctx, q, ns); err != nil {
+		if _, err := tx.ExecContext(ctx, q, ns, cluster); err != nil {
 			return err
 		}
 	}
@@ -274,16 +281,16 @@ func nullInt64If(ok bool, n int64) any {
 func (s *Store) DeleteMergelogs(ctx context.Context, cpids []string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{
-			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cpid = ?1)`,
-			`DELETE FROM mergelog_sources WHERE source_cpid = ?1`,
-			`DELETE FROM mergelogs WHERE cpid = ?1`,
+			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cpid = ?1 AND cluster = ?2)`,
+			`DELETE FROM mergelog_sources WHERE source_cpid = ?1 AND mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = ?2)`,
+			`DELETE FROM mergelogs WHERE cpid = ?1 AND cluster = ?2`,
 		} {
 			st, err := tx.PrepareContext(ctx, q)
 			if err != nil {
 				return err
 			}
 			for _, c := range cpids {
-				if _, err := st.ExecContext(ctx, c); err != nil {
+				if _, err := st.ExecContext(ctx, c, s.own()); err != nil {
 					st.Close()
 					return err
 				}
@@ -297,6 +304,6 @@ func (s *Store) DeleteMergelogs(ctx context.Context, cpids []string) error {
 // NewestMergelog returns the time of the newest mergelog, 0 when none.
 func (s *Store) NewestMergelog(ctx context.Context) (int64, error) {
 	var ns int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(ts_ns), 0) FROM mergelogs`).Scan(&ns)
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(ts_ns), 0) FROM mergelogs WHERE ?1 = '' OR cluster = ?1`, s.cluster).Scan(&ns)
 	return ns, err
 }

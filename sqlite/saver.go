@@ -10,10 +10,26 @@ import (
 	"github.com/cpid-dev/cpid"
 )
 
-// resetReconstruction deletes everything reconstruct derived, for a full rebuild.
-func resetReconstruction(ctx context.Context, tx *sql.Tx) error {
+// resetReconstruction deletes everything reconstruct derived in cluster,
+// for a full rebuild: the whole tables when the database holds no other
+// cluster (SQLite truncates a table DELETEd without WHERE).
+func resetReconstruction(ctx context.Context, tx *sql.Tx, cluster string) error {
+	var others int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT DISTINCT cluster FROM files WHERE cluster != ?1
+		UNION SELECT DISTINCT cluster FROM reconstruct_state WHERE cluster != ?1)`, cluster).Scan(&others); err != nil {
+		return err
+	}
 	for _, t := range derivedTables {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
+		var err error
+		switch {
+		case others == 0:
+			_, err = tx.ExecContext(ctx, `DELETE FROM `+t)
+		case t == "mergelog_sources":
+			_, err = tx.ExecContext(ctx, `DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = ?)`, cluster)
+		default:
+			_, err = tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE cluster = ?`, cluster)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -27,10 +43,11 @@ func resetReconstruction(ctx context.Context, tx *sql.Tx) error {
 // until it commits, a crash leaves the old watermark, and the next run
 // clears and redoes what this one stored.
 type deriveTx struct {
-	st     *Store
-	reset  bool  // full rebuild: clear every derived table first
-	redoNS int64 // otherwise: clear what was derived from writes received after it
-	bulk   bool  // one transaction: the derived tables load without their indexes
+	st      *Store
+	cluster string
+	reset   bool  // full rebuild: clear every derived table first
+	redoNS  int64 // otherwise: clear what was derived from writes received after it
+	bulk    bool  // one transaction: the derived tables load without their indexes
 
 	conn    *sql.Conn
 	tx      *sql.Tx
@@ -45,8 +62,8 @@ type deriveTx struct {
 // insertRevision stores a revision; an incremental run replaces what a
 // crashed run may have left, a full rebuild writes an empty table.
 const insertRevision = ` INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
-		stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // The saver's statements, by index.
 const (
@@ -61,15 +78,15 @@ const (
 
 var saverSQL = [...]string{
 	`INSERT OR REPLACE` + insertRevision,
-	`INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id) VALUES (?, ?, ?, ?, ?)`,
+	`INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES (?, ?, ?, ?, ?, ?)`,
 	`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`,
 	`INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
-		subresource, namespace, name, writes, objects)
-		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0
+		subresource, namespace, name, writes, objects, cluster)
+		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster
 		FROM audit_events WHERE id = ?`,
-	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 }
 
 // Derive opens the store of a reconstruct run (cpid.DerivedStore). A bulk
@@ -77,7 +94,7 @@ var saverSQL = [...]string{
 // a usable database), and a crash before the end leaves no watermark: the
 // next run rebuilds again.
 func (s *Store) Derive(ctx context.Context, m cpid.DeriveMode) (cpid.DeriveTx, error) {
-	return &deriveTx{st: s, reset: m.Full, redoNS: m.RedoNS, bulk: m.Full && m.Bulk}, nil
+	return &deriveTx{st: s, cluster: s.own(), reset: m.Full, redoNS: m.RedoNS, bulk: m.Full && m.Bulk}, nil
 }
 
 var _ cpid.DerivedStore = (*Store)(nil)
@@ -142,11 +159,11 @@ func (sv *deriveTx) begin(ctx context.Context) error {
 	sv.conn, sv.tx = conn, tx
 	if !sv.cleared {
 		if sv.reset {
-			if err = resetReconstruction(ctx, tx); err == nil && sv.bulk {
+			if err = resetReconstruction(ctx, tx, sv.cluster); err == nil && sv.bulk {
 				sv.indexes, err = dropIndexes(ctx, tx)
 			}
 		} else {
-			err = deleteProvisional(ctx, tx, sv.redoNS)
+			err = deleteProvisional(ctx, tx, sv.cluster, sv.redoNS)
 		}
 		if err != nil {
 			sv.abort()
@@ -177,10 +194,10 @@ func (sv *deriveTx) begin(ctx context.Context) error {
 const revBatch = 16
 
 // revisionArgs appends the values of a revisions row.
-func revisionArgs(args []any, x *cpid.Write) []any {
+func revisionArgs(args []any, x *cpid.Write, cluster string) []any {
 	return append(args, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
 		x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
-		nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(*x))
+		nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(*x), cluster)
 }
 
 func (sv *deriveTx) closeStmts() {
@@ -243,19 +260,19 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	for ; sv.bulk && len(ws) >= revBatch; ws = ws[revBatch:] {
 		sv.args = sv.args[:0]
 		for i := range ws[:revBatch] {
-			sv.args = revisionArgs(sv.args, &ws[i])
+			sv.args = revisionArgs(sv.args, &ws[i], sv.cluster)
 		}
 		if _, err := sv.exec(stRevisions, sv.args...); err != nil {
 			return fmt.Errorf("save revisions of events %d to %d: %w", ws[0].EventID, ws[revBatch-1].EventID, err)
 		}
 	}
 	for i := range ws {
-		if _, err := sv.exec(stRevision, revisionArgs(sv.args[:0], &ws[i])...); err != nil {
+		if _, err := sv.exec(stRevision, revisionArgs(sv.args[:0], &ws[i], sv.cluster)...); err != nil {
 			return fmt.Errorf("save revision of event %d: %w", ws[i].EventID, err)
 		}
 	}
 	for _, m := range out.Mergelogs {
-		r, err := sv.exec(stMergelog, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID))
+		r, err := sv.exec(stMergelog, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID), sv.cluster)
 		if err != nil {
 			return err
 		}
@@ -275,13 +292,13 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		}
 	}
 	for _, a := range out.Anomalies {
-		if _, err := sv.exec(stAnomaly, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail); err != nil {
+		if _, err := sv.exec(stAnomaly, a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail, sv.cluster); err != nil {
 			return err
 		}
 	}
 	for _, x := range out.Spans {
 		if _, err := sv.exec(stSpan, x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS,
-			rawJSON(x.Attrs), x.LogID); err != nil {
+			rawJSON(x.Attrs), x.LogID, sv.cluster); err != nil {
 			return err
 		}
 	}
@@ -308,7 +325,8 @@ func (sv *deriveTx) Revisions(ctx context.Context, k cpid.ObjectKey) ([]cpid.Pla
 	}
 	rows, err := sv.tx.QueryContext(ctx, `SELECT r.event_id, e.resource_version, r.stage_ns, r.seq, r.order_by
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
-		WHERE r.api_group = ? AND r.resource = ? AND r.namespace = ? AND r.name = ?`, k.Group, k.Resource, k.Namespace, k.Name)
+		WHERE r.api_group = ? AND r.resource = ? AND r.namespace = ? AND r.name = ? AND r.cluster = ?`,
+		k.Group, k.Resource, k.Namespace, k.Name, sv.cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +434,8 @@ func (sv *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 		}
 	}
 	for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {
-		if _, err := sv.tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(key, value) VALUES (?, ?)`, k, v); err != nil {
+		if _, err := sv.tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(cluster, key, value) VALUES (?, ?, ?)`,
+			sv.cluster, k, v); err != nil {
 			return err
 		}
 	}

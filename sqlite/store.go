@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -26,8 +27,19 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// Store is an open cpid database.
+// Store is an open cpid database, seen from one cluster: InCluster gives
+// another view of the same database. Records are written to the view's
+// cluster; a reconstruct run derives it; readers see only it, or every
+// cluster when the view has none (Open's).
 type Store struct {
+	*conns
+	// cluster is the view's cluster; "" for every cluster (reads), and the
+	// cluster "default" for writes.
+	cluster string
+}
+
+// conns is what the views of one database share.
+type conns struct {
 	path string
 	// w is the only connection that writes: SQLite allows one writer at a
 	// time, and funnelling writes through one connection turns lock waits
@@ -38,7 +50,30 @@ type Store struct {
 	r *sql.DB
 
 	mu      sync.Mutex       // guards fileIDs: Write may be called from several goroutines
-	fileIDs map[string]int64 // path -> files.id of committed rows
+	fileIDs map[string]int64 // cluster and path -> files.id of committed rows
+}
+
+// DefaultCluster is the cluster of records written without one.
+const DefaultCluster = "default"
+
+// InCluster returns the view of the database from cluster name ("" for
+// every cluster). It shares the connections: close only one view.
+func (s *Store) InCluster(name string) *Store { return &Store{conns: s.conns, cluster: name} }
+
+// Cluster is the view's cluster, "" for every cluster.
+func (s *Store) Cluster() string { return s.cluster }
+
+// own is the cluster that writes and reconstruct runs of the view act on.
+func (s *Store) own() string {
+	if s.cluster == "" {
+		return DefaultCluster
+	}
+	return s.cluster
+}
+
+// Clusters returns the clusters that have records, sorted.
+func (s *Store) Clusters(ctx context.Context) ([]string, error) {
+	return column(ctx, s.r, `SELECT DISTINCT cluster FROM files ORDER BY cluster`)
 }
 
 // Open opens (creating if needed, with mode 0600) the database at path and
@@ -69,7 +104,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
-	s := &Store{path: abs, w: w, r: r, fileIDs: map[string]int64{}}
+	s := &Store{conns: &conns{path: abs, w: w, r: r, fileIDs: map[string]int64{}}}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -145,7 +180,10 @@ func migrations() ([]migration, error) {
 
 // migrate applies, in order and each in its own transaction, the embedded
 // migrations not yet recorded in schema_migrations.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, math.MaxInt) }
+
+// migrateTo is migrate up to version upTo (tests build older databases).
+func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -179,7 +217,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.version] || m.version > upTo {
 			continue
 		}
 		// Another process may be applying the same migration: the check

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -197,57 +198,105 @@ func printRows(t *testing.T, s *Store, w io.Writer, prefix, q string) {
 	}
 }
 
+// openAt creates a database at schema version v (the migrations up to v).
+func openAt(t *testing.T, v int) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	os.Remove(path)
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	// Open without migrating, then migrate to v.
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetMaxOpenConns(1)
+	s = &Store{conns: &conns{path: path, w: w, r: w, fileIDs: map[string]int64{}}}
+	if err := s.migrateTo(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}
+
 // TestMergelogsMigrationKeepsRows: migration 0005 rebuilds the mergelogs
-// table of a database reconstructed before it (schema version 4) with the
-// same rows and ids, the sources still pointing at them, and (cpid, origin)
-// still unique.
+// table of a database of schema version 4 with the same rows and ids, the
+// sources still pointing at them, and (cpid, origin) still unique.
 func TestMergelogsMigrationKeepsRows(t *testing.T) {
 	ctx := context.Background()
-	s := ingestFixture(t)
-	before := derivedDump(t, s)
-	var ids string
-	if err := s.r.QueryRowContext(ctx, `SELECT group_concat(id || ':' || cpid, ',') FROM mergelogs`).Scan(&ids); err != nil || ids == "" {
-		t.Fatalf("mergelogs: %q %v", ids, err)
-	}
-	// Back to version 4: the table as migration 0002 made it.
-	ms, _ := migrations()
-	var v2 string
-	for _, m := range ms {
-		if m.version == 2 {
-			v2 = m.sql
-		}
-	}
-	i := strings.Index(v2, "CREATE TABLE mergelogs (")
-	old := v2[i : i+strings.Index(v2[i:], ");")+2]
-	old = strings.Replace(old, "CREATE TABLE mergelogs (", "CREATE TABLE mergelogs_v2 (", 1)
-	for _, q := range []string{`PRAGMA foreign_keys = OFF`, old,
-		`INSERT INTO mergelogs_v2 SELECT * FROM mergelogs`, `DROP TABLE mergelogs`,
-		`ALTER TABLE mergelogs_v2 RENAME TO mergelogs`,
-		`DELETE FROM schema_migrations WHERE version = 5`, `PRAGMA foreign_keys = ON`} {
+	s, path := openAt(t, 4)
+	for _, q := range []string{
+		`INSERT INTO mergelogs(id, cpid, ts_ns, service, origin) VALUES (7, 'a', 1, 'x', 'inferred'), (9, 'b', 2, 'y', 'log'), (12, 'b', 3, 'y', 'inferred')`,
+		`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (9, 0, 'a'), (12, 0, 'a'), (12, 1, 'c')`,
+	} {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	path := s.Path()
 	s.Close()
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, _ := s.SchemaVersion(ctx); v < 5 {
-		t.Fatalf("schema version %d after Open", v)
+	var got string
+	s.r.QueryRowContext(ctx, `SELECT group_concat(m.id || ':' || m.cpid || ':' || m.origin || ':' || COALESCE(x.pos || x.source_cpid, ''), ',')
+		FROM (SELECT * FROM mergelogs ORDER BY id) m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id`).Scan(&got)
+	if want := "7:a:inferred:,9:b:log:0a,12:b:inferred:0a,12:b:inferred:1c"; got != want {
+		t.Errorf("mergelogs and sources after the migrations:\n got %s\nwant %s", got, want)
 	}
-	var after string
-	s.r.QueryRowContext(ctx, `SELECT group_concat(id || ':' || cpid, ',') FROM mergelogs`).Scan(&after)
-	if after != ids {
-		t.Error("the migration changed mergelogs ids or CPIDs")
-	}
-	if got := derivedDump(t, s); got != before {
-		t.Error("the migration changed the derived tables")
-	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO mergelogs(cpid, ts_ns, service, origin) SELECT cpid, 0, 'x', origin FROM mergelogs LIMIT 1`); err == nil {
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO mergelogs(cpid, ts_ns, service, origin) VALUES ('a', 0, 'z', 'inferred')`); err == nil {
 		t.Error("a duplicate (cpid, origin) was accepted")
+	}
+}
+
+// TestClusterMigrationKeepsRows: migration 0006 gives the rows of a
+// version 5 database the cluster "default", keeping ids, keys and counters.
+func TestClusterMigrationKeepsRows(t *testing.T) {
+	ctx := context.Background()
+	s, path := openAt(t, 5)
+	for _, q := range []string{
+		`INSERT INTO files(id, path) VALUES (3, 'audit.log'), (5, 'kcm.log')`,
+		`INSERT INTO reconstruct_state(key, value) VALUES ('event_id', 42), ('cutoff_ns', 1000)`,
+		`INSERT INTO tail_checkpoints VALUES ('audit.log', 'audit.log', x'01', 1, 10, 2, 0, 0, 2, 2, 0, 0, 0, 5, 6)`,
+		`INSERT INTO mergelogs(id, cpid, ts_ns, service, origin) VALUES (7, 'a', 1, 'x', 'inferred')`,
+	} {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var files, state, ck, ml string
+	s.r.QueryRowContext(ctx, `SELECT group_concat(id || ':' || path || ':' || cluster, ',') FROM files`).Scan(&files)
+	s.r.QueryRowContext(ctx, `SELECT group_concat(cluster || ':' || key || '=' || value, ',') FROM reconstruct_state`).Scan(&state)
+	s.r.QueryRowContext(ctx, `SELECT cluster || ':' || source || ':' || offset || ':' || records FROM tail_checkpoints`).Scan(&ck)
+	s.r.QueryRowContext(ctx, `SELECT cluster || ':' || id || ':' || cpid FROM mergelogs`).Scan(&ml)
+	for _, c := range []struct{ got, want string }{
+		{files, "3:audit.log:default,5:kcm.log:default"}, {state, "default:event_id=42,default:cutoff_ns=1000"},
+		{ck, "default:audit.log:10:2"}, {ml, "default:7:a"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
+		}
+	}
+	// The same path in another cluster is another file; a mergelog's
+	// (cpid, origin) is unique within its cluster.
+	for _, q := range []string{
+		`INSERT INTO files(path, cluster) VALUES ('audit.log', 'prod')`,
+		`INSERT INTO mergelogs(cpid, ts_ns, service, origin, cluster) VALUES ('a', 1, 'x', 'inferred', 'prod')`,
+	} {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
 	}
 }
 

@@ -13,19 +13,19 @@ import (
 const insertAudit = `INSERT OR IGNORE INTO audit_events(
 	hash, audit_id, stage, level, verb, request_uri, api_group, api_version, resource, subresource,
 	namespace, name, uid, resource_version, username, user_agent, source_ips, code, received_ns, stage_ns,
-	cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line)
-VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?)`
+	cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster)
+VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?)`
 
 const insertBody = `INSERT INTO audit_bodies(event_id, request_object, response_object, response_status) VALUES (?,?,?,?)`
 
-const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line)
-VALUES (?,?,?,?,?,?,?,?,?)`
+const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line, cluster)
+VALUES (?,?,?,?,?,?,?,?,?,?)`
 
 // upsertCheckpoint sets a tailed source's position and adds its counters.
-const upsertCheckpoint = `INSERT INTO tail_checkpoints(source, file, fingerprint, fingerprint_len, offset, line,
+const upsertCheckpoint = `INSERT INTO tail_checkpoints(cluster, source, file, fingerprint, fingerprint_len, offset, line,
 	device, inode, lines, records, dups, bad, possible_loss, newest_ns, committed_ns)
-VALUES (?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?)
-ON CONFLICT(source) DO UPDATE SET file = excluded.file, fingerprint = excluded.fingerprint,
+VALUES (?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?)
+ON CONFLICT(cluster, source) DO UPDATE SET file = excluded.file, fingerprint = excluded.fingerprint,
 	fingerprint_len = excluded.fingerprint_len, offset = excluded.offset, line = excluded.line,
 	device = excluded.device, inode = excluded.inode,
 	lines = lines + excluded.lines, records = records + excluded.records, dups = dups + excluded.dups,
@@ -35,7 +35,8 @@ ON CONFLICT(source) DO UPDATE SET file = excluded.file, fingerprint = excluded.f
 // Write stores a batch in one transaction (cpid.RecordWriter). Records
 // whose hash is already stored are skipped and counted as duplicates, so
 // writing the same batch twice changes nothing. It is safe for concurrent
-// use: transactions queue for the one writer connection. The batch's checkpoints are stored in the same
+// use: transactions queue for the one writer connection. Records go to the
+// view's cluster (DefaultCluster for a view of every cluster). The batch's checkpoints are stored in the same
 // transaction, with the duplicates among the records each covers.
 func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	var res cpid.Written
@@ -49,24 +50,26 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	// a cancelable one with a goroutine per statement, which costs more
 	// than an insert. A batch is short; the transaction still ends with ctx.
 	stmtCtx := context.WithoutCancel(ctx)
+	cluster := s.own()
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		fileID := func(path string) (int64, error) {
+			key := cluster + "\x00" + path
 			s.mu.Lock()
-			id, ok := s.fileIDs[path]
+			id, ok := s.fileIDs[key]
 			s.mu.Unlock()
 			if ok {
 				return id, nil
 			}
-			if id, ok := newFiles[path]; ok {
+			if id, ok := newFiles[key]; ok {
 				return id, nil
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO files(path) VALUES (?)`, path); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO files(path, cluster) VALUES (?, ?)`, path, cluster); err != nil {
 				return 0, err
 			}
-			if err := tx.QueryRowContext(ctx, `SELECT id FROM files WHERE path = ?`, path).Scan(&id); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT id FROM files WHERE cluster = ? AND path = ?`, cluster, path).Scan(&id); err != nil {
 				return 0, err
 			}
-			newFiles[path] = id
+			newFiles[key] = id
 			return id, nil
 		}
 		if len(b.Audits) > 0 {
@@ -90,7 +93,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 					a.APIGroup, a.APIVersion, a.Resource, a.Subresource, a.Namespace, a.Name, a.UID,
 					a.ResourceVersion, a.Username, a.UserAgent, jsonStrings(a.SourceIPs), nullInt(a.Code),
 					a.ReceivedNS, a.StageNS, nullString(a.CPID), jsonStrings(a.CPIDAncestors),
-					rawJSON(a.OwnerRefs), rawJSON(a.Annotations), a.Redacted, fid, a.Line)
+					rawJSON(a.OwnerRefs), rawJSON(a.Annotations), a.Redacted, fid, a.Line, cluster)
 				if err != nil {
 					return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
 				}
@@ -128,7 +131,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 					return err
 				}
 				r, err := ins.ExecContext(stmtCtx, l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg,
-					nullString(l.CPID), rawJSON(l.Fields), fid, l.Line)
+					nullString(l.CPID), rawJSON(l.Fields), fid, l.Line, cluster)
 				if err != nil {
 					return fmt.Errorf("insert log record %s: %w", l.Pos, err)
 				}
@@ -142,7 +145,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				res.Logs++
 			}
 		}
-		return writeCheckpoints(ctx, tx, b.Checkpoints, dups)
+		return writeCheckpoints(ctx, tx, cluster, b.Checkpoints, dups)
 	})
 	if err != nil {
 		return cpid.Written{}, err
@@ -181,13 +184,13 @@ func checkpointOwners(b *cpid.Batch) (*owners, error) {
 }
 
 // writeCheckpoints stores the tailer's positions and adds its counters.
-func writeCheckpoints(ctx context.Context, tx *sql.Tx, cks []cpid.Checkpoint, dups []int) error {
+func writeCheckpoints(ctx context.Context, tx *sql.Tx, cluster string, cks []cpid.Checkpoint, dups []int) error {
 	if len(cks) == 0 {
 		return nil
 	}
 	now := time.Now().UnixNano()
 	for i, c := range cks {
-		_, err := tx.ExecContext(ctx, upsertCheckpoint, c.Source, c.File, c.Fingerprint[:], c.FingerprintLen,
+		_, err := tx.ExecContext(ctx, upsertCheckpoint, cluster, c.Source, c.File, c.Fingerprint[:], c.FingerprintLen,
 			c.Offset, c.Line, int64(c.Device), int64(c.Inode), c.Lines, c.Audits+c.Logs-dups[i], dups[i],
 			c.Bad, c.PossibleLoss, c.NewestNS, now)
 		if err != nil {

@@ -32,6 +32,7 @@ and keeps its cursor. NO_COLOR turns colors off; 80x24 is enough.
 For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
 	var db string
 	dbFlag(fs, &db)
+	cluster := clusterFlag(fs, "")
 	change := fs.String("change", "", "open this change (an id from the changes list) first")
 	refresh := fs.Duration("refresh", 2*time.Second, "how often to look for new data; 0 never")
 	if err := parseFlags(fs, args); err != nil {
@@ -54,11 +55,12 @@ For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
 	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
 		return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
 	}
-	st, err := sqlite.Open(ctx, db)
+	db0, err := sqlite.Open(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db0.Close()
+	st := db0.InCluster(*cluster)
 	noColor := os.Getenv("NO_COLOR") != ""
 	m := tui.New(ctx, st, tui.Options{Change: *change, Refresh: *refresh, Color: !noColor})
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}

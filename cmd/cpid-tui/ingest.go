@@ -42,6 +42,17 @@ func redactFlag(fs *flag.FlagSet) func() *ingest.Redaction {
 	return func() *ingest.Redaction { return ingest.NewRedaction(rules...) }
 }
 
+// clusterFlag adds the --cluster flag. A command that writes records names
+// the cluster they belong to (def "default"); one that reads shows one
+// cluster, or every one when def is "" and the flag is not given.
+func clusterFlag(fs *flag.FlagSet, def string) *string {
+	usage := "show only this cluster's changes (default: every cluster in the database)"
+	if def != "" {
+		usage = "the cluster the records belong to: one database can hold a fleet (docs/SCHEMA.md)"
+	}
+	return fs.String("cluster", def, usage)
+}
+
 // dbFlag adds the --db flag every database command shares.
 func dbFlag(fs interface {
 	StringVar(*string, string, string, string)
@@ -84,6 +95,7 @@ Examples:
 	ratio := fs.Int64("max-inflate-ratio", 1000, "refuse a gzip stream that inflates more than this many times its size (past 256 MiB)")
 	batch := fs.Int("batch", 5000, "records per transaction")
 	redaction := redactFlag(fs)
+	cluster := clusterFlag(fs, sqlite.DefaultCluster)
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	paths, err := parseArgs(fs, args)
 	if err != nil {
@@ -94,11 +106,12 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	st, err := sqlite.Open(ctx, db)
+	db0, err := sqlite.Open(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db0.Close()
+	st := db0.InCluster(*cluster)
 	in := &ingest.Ingester{
 		Sink:      st,
 		Walker:    ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin},

@@ -37,6 +37,7 @@ Examples:
   cpid-tui prune --older-than 24h --keep 044d68ee-6a4f-47dc-a93e-da38a9ba0d77 --dry-run`))
 	var db string
 	dbFlag(fs, &db)
+	cluster := clusterFlag(fs, "")
 	maxCPIDs := fs.Int("max-cpids", 0, "keep at most this many CPIDs (0: no size budget)")
 	olderThan := fs.Duration("older-than", 0, "delete roots older than this, before the newest mergelog (0: no age budget)")
 	dry := fs.Bool("dry-run", false, "say what would be deleted, delete nothing")
@@ -50,11 +51,12 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	st, err := sqlite.Open(ctx, db)
+	db0, err := sqlite.Open(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db0.Close()
+	st := db0.InCluster(*cluster)
 	b := reconstruct.Budget{MaxCPIDs: *maxCPIDs}
 	if len(keep) > 0 {
 		pinned := map[string]bool{}
@@ -71,14 +73,28 @@ Examples:
 		b.OlderThanNS = newest - int64(*olderThan)
 		fmt.Fprintf(e.stderr, "prune: deleting roots before %s\n", time.Unix(0, b.OlderThanNS).UTC().Format(time.RFC3339))
 	}
-	removed, before, err := reconstruct.PruneStore(ctx, st, b, *dry)
-	if err != nil {
-		return err
+	clusters := []string{*cluster}
+	if *cluster == "" {
+		if clusters, err = db0.Clusters(ctx); err != nil {
+			return err
+		}
+		if len(clusters) == 0 {
+			clusters = []string{sqlite.DefaultCluster}
+		}
 	}
 	verb := "deleted"
 	if *dry {
 		verb = "would delete"
 	}
-	fmt.Fprintf(e.stdout, "prune: %s %d of %d CPIDs, %d left\n", verb, len(removed), before, before-len(removed))
+	for _, c := range clusters {
+		removed, before, err := reconstruct.PruneStore(ctx, db0.InCluster(c), b, *dry)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", c, err)
+		}
+		if len(clusters) > 1 {
+			fmt.Fprintf(e.stdout, "cluster %s: ", c)
+		}
+		fmt.Fprintf(e.stdout, "prune: %s %d of %d CPIDs, %d left\n", verb, len(removed), before, before-len(removed))
+	}
 	return nil
 }

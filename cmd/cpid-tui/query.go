@@ -34,7 +34,7 @@ const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct fi
                      controller; all in apiserver time (--change ID for one)
 
 --output json gives, for changes: id, started_ns, settled_ns, user, verb,
-kind, namespace, name, writes, objects...; for a timeline entry: ns, writer,
+kind, api_group, namespace, name, writes, objects, cluster...; for a timeline entry: ns, writer,
 verb, kind, namespace, name, subresource, cause_ns, origin, critical...
 
 Examples:
@@ -45,6 +45,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "query", "changes|timeline ID|spans ID|related CPID|origins CPID|sli [flags]", queryHelp)
 	var db string
 	dbFlag(fs, &db)
+	cluster := clusterFlag(fs, "")
 	out := fs.String("output", "table", "table, json or csv")
 	sort := fs.String("sort", "time", "changes: time, duration or size")
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
@@ -65,11 +66,12 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
-	st, err := sqlite.Open(ctx, db)
+	db0, err := sqlite.Open(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db0.Close()
+	st := db0.InCluster(*cluster)
 	switch pos[0] {
 	case "changes":
 		if err := need(0); err != nil {
@@ -79,15 +81,29 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		// The cluster is a column when the listing has more than one.
+		clusters := map[string]bool{}
+		for _, c := range cs {
+			clusters[c.Cluster] = true
+		}
+		fleet := len(clusters) > 1
 		var rows [][]string
 		for _, c := range cs {
-			rows = append(rows, []string{clock(c.StartedNS), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
-				strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID})
+			row := []string{clock(c.StartedNS), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
+				strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID}
+			if fleet {
+				row = append([]string{c.Cluster}, row...)
+			}
+			rows = append(rows, row)
 		}
 		if cs == nil {
 			cs = []cpid.ChangeRow{}
 		}
-		return output(e.stdout, *out, []string{"STARTED", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"}, rows, cs)
+		head := []string{"STARTED", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"}
+		if fleet {
+			head = append([]string{"CLUSTER"}, head...)
+		}
+		return output(e.stdout, *out, head, rows, cs)
 	case "timeline":
 		if err := need(1); err != nil {
 			return err

@@ -32,6 +32,7 @@ is complete. --full forces a rebuild. Either way the result is the same. See
 docs/SCHEMA.md for the tables it fills.`))
 	var db string
 	dbFlag(fs, &db)
+	cluster := clusterFlag(fs, "")
 	full := fs.Bool("full", false, "rebuild everything instead of going on from the last run")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -40,22 +41,36 @@ docs/SCHEMA.md for the tables it fills.`))
 		fs.Usage()
 		return errUsage
 	}
-	st, err := sqlite.Open(ctx, db)
+	db0, err := sqlite.Open(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db0.Close()
 	// A run holds the merge graph and every object's state in maps that
 	// live to its end: collecting less often costs some memory and saves
 	// time (docs/BENCHMARKS.md). GOGC, when set, decides.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
 	}
-	r, err := reconstruct.Run(ctx, st, runOptions(*full, 0))
-	if err != nil {
-		return err
+	clusters := []string{*cluster}
+	if *cluster == "" {
+		if clusters, err = db0.Clusters(ctx); err != nil {
+			return err
+		}
+		if len(clusters) == 0 {
+			clusters = []string{sqlite.DefaultCluster}
+		}
 	}
-	fmt.Fprintln(e.stdout, r)
+	for _, c := range clusters {
+		r, err := reconstruct.Run(ctx, db0.InCluster(c), runOptions(*full, 0))
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", c, err)
+		}
+		if len(clusters) > 1 {
+			fmt.Fprintf(e.stdout, "cluster %s: ", c)
+		}
+		fmt.Fprintln(e.stdout, r)
+	}
 	return nil
 }
 

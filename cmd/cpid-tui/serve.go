@@ -60,6 +60,7 @@ Example:
 	maxBody := fs.Int64("max-body", 64<<20, "largest request body accepted, in bytes (413 beyond)")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	redaction := redactFlag(fs)
+	cluster := clusterFlag(fs, sqlite.DefaultCluster)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -103,11 +104,12 @@ Example:
 			return fmt.Errorf("token file %s is empty", *tokenFile)
 		}
 	}
-	st, err := sqlite.Open(ctx, db)
+	db0, err := sqlite.Open(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db0.Close()
+	st := db0.InCluster(*cluster)
 
 	var mu sync.Mutex
 	notice := func(n ingest.Notice) {

@@ -72,6 +72,7 @@ Examples:
 	metrics := fs.String("metrics", "", "serve /metrics (Prometheus text) on this address, e.g. 127.0.0.1:9464")
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	redaction := redactFlag(fs)
+	cluster := clusterFlag(fs, sqlite.DefaultCluster)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -82,11 +83,12 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	st, err := sqlite.Open(ctx, db)
+	db0, err := sqlite.Open(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db0.Close()
+	st := db0.InCluster(*cluster)
 	if *status {
 		return tailStatus(ctx, e.stdout, st, *out)
 	}

@@ -259,6 +259,10 @@ func (c *changesScreen) columns(w int) []column {
 		{title: "SETTLED", width: 8, right: true, cell: func(r cpid.ChangeRow) string { return dur(r.SettledNS - r.StartedNS) }},
 		{title: "SLOWEST", width: 8, right: true, drop: 1, cell: func(r cpid.ChangeRow) string { return dur(r.SlowestHopNS) }},
 	}
+	// A database that holds a fleet shows whose change each is.
+	if c.clusters() > 1 {
+		cols = append([]column{{title: "CLUSTER", width: 10, cell: func(r cpid.ChangeRow) string { return r.Cluster }}}, cols...)
+	}
 	// Drop columns until the flexible ones get 40 cells.
 	for d := 1; d <= 2; d++ {
 		fixed := 2
@@ -373,4 +377,13 @@ func (c *changesScreen) detail(w int) []string {
 			withSub(r.Verb, r.Subresource), object(r.Kind, r.Namespace, r.Name), r.Writes, r.Objects,
 			dur(r.SettledNS-r.StartedNS), dur(r.SlowestHopNS)),
 	}
+}
+
+// clusters counts the clusters of the rows listed.
+func (c *changesScreen) clusters() int {
+	seen := map[string]bool{}
+	for _, r := range c.rows {
+		seen[r.Cluster] = true
+	}
+	return len(seen)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
 )
 
@@ -507,5 +509,43 @@ func TestTimelineLayers(t *testing.T) {
 	}
 	if ls := c.tl.lanes(); !slices.Equal(ls, []string{"op", "other"}) {
 		t.Errorf("lanes = %q", ls)
+	}
+}
+
+// TestFleetShowsCluster: a database holding two clusters lists both, with a
+// CLUSTER column; a view of one cluster lists only its changes, without it.
+func TestFleetShowsCluster(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "fleet.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]string{"east": bundle, "west": "../../../fixtures/figure-5/bundle"} {
+		c := st.InCluster(name)
+		if _, err := (&ingest.Ingester{Sink: c}).Run(ctx, []string{b}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reconstruct.Run(ctx, c, reconstruct.Options{Family: ingest.Family}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	m := newTestAt(t, path, 160, 30, Options{})
+	screen := plain(m)
+	if !strings.Contains(screen, "CLUSTER") || !strings.Contains(screen, "east") || !strings.Contains(screen, "west") {
+		t.Errorf("fleet screen lacks the clusters:\n%s", screen)
+	}
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	one := New(ctx, db.InCluster("west"), Options{Now: fixedNow})
+	drive(t, one, tea.WindowSizeMsg{Width: 160, Height: 30})
+	run(t, one, one.Init())
+	screen = plain(one)
+	if strings.Contains(screen, "CLUSTER") || strings.Contains(screen, "east") {
+		t.Errorf("a view of west shows another cluster:\n%s", screen)
 	}
 }
