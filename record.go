@@ -187,3 +187,26 @@ func IsObjectBody(sub string, body []byte) bool {
 	head := string(body[:min(len(body), len(`{"kind":"Status"`))])
 	return !strings.HasPrefix(head, `{"kind":"Status"`) && !strings.HasPrefix(head, `{"kind":"Scale"`)
 }
+
+// Owners says which checkpoint covers each record of the batch (indexes of
+// Checkpoints, by record), after checking that the checkpoints cover the
+// records exactly; nil slices when the batch has no checkpoint.
+func (b *Batch) Owners() (audits, logs []int, err error) {
+	if len(b.Checkpoints) == 0 {
+		return nil, nil, nil
+	}
+	audits, logs = make([]int, 0, len(b.Audits)), make([]int, 0, len(b.Logs))
+	for i, c := range b.Checkpoints {
+		for range c.Audits {
+			audits = append(audits, i)
+		}
+		for range c.Logs {
+			logs = append(logs, i)
+		}
+	}
+	if len(audits) != len(b.Audits) || len(logs) != len(b.Logs) {
+		return nil, nil, fmt.Errorf("checkpoints cover %d audit events and %d log records of a batch of %d and %d",
+			len(audits), len(logs), len(b.Audits), len(b.Logs))
+	}
+	return audits, logs, nil
+}

@@ -9,18 +9,15 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/cpid-dev/cpid"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -144,39 +141,7 @@ func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		name := e.Name()
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || !strings.HasSuffix(name, ".sql") {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share a version", ms[i-1].name, ms[i].name)
-		}
-	}
-	return ms, nil
-}
+func migrations() ([]cpid.Migration, error) { return cpid.ReadMigrations(migrationFS, "migrations") }
 
 // migrate applies, in order and each in its own transaction, the embedded
 // migrations not yet recorded in schema_migrations.
@@ -210,14 +175,14 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 	if err := rows.Close(); err != nil {
 		return err
 	}
-	latest := ms[len(ms)-1].version
+	latest := ms[len(ms)-1].Version
 	for v := range applied {
 		if v > latest {
-			return fmt.Errorf("database has schema version %d, newer than this cpid-tui knows (%d): upgrade cpid-tui", v, latest)
+			return cpid.NewerSchemaError(v, latest)
 		}
 	}
 	for _, m := range ms {
-		if applied[m.version] || m.version > upTo {
+		if applied[m.Version] || m.Version > upTo {
 			continue
 		}
 		// Another process may be applying the same migration: the check
@@ -231,13 +196,13 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		}
 		err := s.tx(ctx, func(tx *sql.Tx) error {
 			var done int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&done); err != nil {
 				return err
 			}
 			if done > 0 {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
 			var table string
@@ -249,14 +214,14 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES (?, ?, ?)`,
-				m.version, m.name, time.Now().UnixNano())
+				m.Version, m.Name, time.Now().UnixNano())
 			return err
 		})
 		if _, ferr := s.w.ExecContext(ctx, `PRAGMA foreign_keys = ON`); err == nil {
 			err = ferr
 		}
 		if err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	return nil

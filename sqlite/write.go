@@ -41,7 +41,7 @@ ON CONFLICT(cluster, source) DO UPDATE SET file = excluded.file, fingerprint = e
 func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	var res cpid.Written
 	newFiles := map[string]int64{}
-	owner, err := checkpointOwners(b)
+	ownA, ownL, err := b.Owners()
 	if err != nil {
 		return res, err
 	}
@@ -99,8 +99,8 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				}
 				if n, _ := r.RowsAffected(); n == 0 {
 					res.AuditDups++
-					if owner != nil {
-						dups[owner.audits[i]]++
+					if ownA != nil {
+						dups[ownA[i]]++
 					}
 					continue
 				}
@@ -137,8 +137,8 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				}
 				if n, _ := r.RowsAffected(); n == 0 {
 					res.LogDups++
-					if owner != nil {
-						dups[owner.logs[i]]++
+					if ownL != nil {
+						dups[ownL[i]]++
 					}
 					continue
 				}
@@ -156,31 +156,6 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	}
 	s.mu.Unlock()
 	return res, nil
-}
-
-// owners maps each record of a batch to the checkpoint that covers it.
-type owners struct{ audits, logs []int }
-
-// checkpointOwners checks that a batch's checkpoints cover its records
-// exactly, and says which covers which; nil when there are none.
-func checkpointOwners(b *cpid.Batch) (*owners, error) {
-	if len(b.Checkpoints) == 0 {
-		return nil, nil
-	}
-	o := &owners{audits: make([]int, 0, len(b.Audits)), logs: make([]int, 0, len(b.Logs))}
-	for i, c := range b.Checkpoints {
-		for range c.Audits {
-			o.audits = append(o.audits, i)
-		}
-		for range c.Logs {
-			o.logs = append(o.logs, i)
-		}
-	}
-	if len(o.audits) != len(b.Audits) || len(o.logs) != len(b.Logs) {
-		return nil, fmt.Errorf("checkpoints cover %d audit events and %d log records of a batch of %d and %d",
-			len(o.audits), len(o.logs), len(b.Audits), len(b.Logs))
-	}
-	return o, nil
 }
 
 // writeCheckpoints stores the tailer's positions and adds its counters.

@@ -1,0 +1,56 @@
+package cpid
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Migration is one schema change of an engine: an embedded NNNN_name.sql
+// file, applied in version order and recorded in schema_migrations.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// ReadMigrations reads the NNNN_name.sql files of dir in fsys, sorted by
+// version; a misnamed file or two files of one version are an error.
+func ReadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var ms []Migration
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(name, ".sql") {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
+		}
+		b, err := fs.ReadFile(fsys, dir+"/"+name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrations %s and %s share a version", ms[i-1].Name, ms[i].Name)
+		}
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("no migrations in %s", dir)
+	}
+	return ms, nil
+}
+
+// NewerSchemaError is the error of opening a database whose schema is
+// newer than this program knows.
+func NewerSchemaError(have, know int) error {
+	return fmt.Errorf("database has schema version %d, newer than this cpid-tui knows (%d): upgrade cpid-tui", have, know)
+}

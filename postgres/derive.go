@@ -1,0 +1,467 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cpid-dev/cpid"
+)
+
+var _ cpid.DerivedStore = (*Store)(nil)
+
+// writeTerms select the writes among audit events; they repeat the WHERE of
+// the partial index audit_events_writes.
+const writeTerms = `stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`
+
+// Watermark reads where the last reconstruct of the view's cluster stopped
+// (cpid.DerivedStore).
+func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
+	var w cpid.Watermark
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM reconstruct_state WHERE cluster = $1`, s.own())
+	if err != nil {
+		return w, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return w, err
+		}
+		switch k {
+		case "event_id":
+			fmt.Sscan(string(v), &w.EventID)
+		case "cutoff_ns":
+			fmt.Sscan(string(v), &w.CutoffNS)
+		case "log_id":
+			fmt.Sscan(string(v), &w.LogID)
+		case "engine":
+			w.EngineData = v
+			w.HasState = len(v) > 0
+		}
+	}
+	return w, rows.Err()
+}
+
+// LastIDs returns the highest audit event and log record ids of the view's
+// cluster (cpid.DerivedStore).
+func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT
+		COALESCE((SELECT max(id) FROM audit_events WHERE cluster = $1), 0),
+		COALESCE((SELECT max(id) FROM log_records WHERE cluster = $1), 0)`, s.own()).Scan(&event, &log)
+	return
+}
+
+// Late counts what was stored after the watermark and belongs before its
+// cutoff (cpid.DerivedStore).
+func (s *Store) Late(ctx context.Context, w cpid.Watermark, msg string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM audit_events WHERE id > $1 AND received_ns <= $2 AND `+writeTerms+` AND cluster = $5) +
+		(SELECT count(*) FROM log_records WHERE id > $3 AND ts_ns <= $2 AND msg = $4 AND cluster = $5)`,
+		w.EventID, w.CutoffNS, w.LogID, msg, s.own()).Scan(&n)
+	return n, err
+}
+
+// LatestWrite returns the latest receive time of a write with id at most
+// upToID (cpid.DerivedStore).
+func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
+	var ns int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events
+		WHERE id <= $1 AND `+writeTerms+` AND cluster = $2`, upToID, s.own()).Scan(&ns)
+	return ns, err
+}
+
+// ScanWrites calls fn for the writes q selects, in the order the apiserver
+// received them, then id (cpid.DerivedStore).
+func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.WriteEvent) error) error {
+	var plain, pairs []string
+	for _, r := range q.Ignored {
+		if _, _, ok := strings.Cut(r, "/"); ok {
+			pairs = append(pairs, r)
+		} else {
+			plain = append(plain, r)
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource, e.subresource,
+		e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
+		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
+		CASE WHEN e.resource = ANY($6) THEN b.response_object END, b.request_object, f.path
+		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id JOIN files f ON f.id = e.file_id
+		WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3
+		  AND e.stage IN ('ResponseComplete', 'Panic') AND e.verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')
+		  AND NOT e.resource = ANY($4) AND NOT (e.resource || '/' || e.subresource) = ANY($5)
+		ORDER BY e.received_ns, e.id`, q.AfterNS, q.UpToID, s.own(), plain, pairs, q.Bodies)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e := new(cpid.WriteEvent)
+		var anc, owners, resp, req *string
+		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
+			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
+			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &e.File); err != nil {
+			return err
+		}
+		if anc != nil {
+			json.Unmarshal([]byte(*anc), &e.Ancestors)
+		}
+		e.OwnerRefs, e.Response, e.Request = raw(owners), raw(resp), raw(req)
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func raw(s *string) json.RawMessage {
+	if s == nil || *s == "" {
+		return nil
+	}
+	return json.RawMessage(*s)
+}
+
+// ScanLogs calls fn for the log records of the view's cluster with
+// afterID < id <= upToID whose message is one of msgs (cpid.DerivedStore).
+func (s *Store) ScanLogs(ctx context.Context, afterID, upToID int64, msgs []string, fn func(cpid.LogEntry) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT id, ts_ns, msg, fields FROM log_records
+		WHERE id > $1 AND id <= $2 AND cluster = $3 AND msg = ANY($4) ORDER BY id`, afterID, upToID, s.own(), msgs)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r cpid.LogEntry
+		var fields string
+		if err := rows.Scan(&r.ID, &r.TimeNS, &r.Msg, &fields); err != nil {
+			return err
+		}
+		r.Fields = []byte(fields)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// ScanMergelogs calls fn for every mergelog of the view's cluster that is
+// final at the cutoff, oldest first (cpid.DerivedStore).
+func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.Mergelog) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT m.id, m.cpid, m.ts_ns, m.service, m.origin, COALESCE(x.source_cpid, '')
+		FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
+		LEFT JOIN audit_events e ON e.id = m.event_id
+		WHERE m.cluster = $1 AND (m.event_id IS NULL OR e.received_ns <= $2)
+		ORDER BY m.id, x.pos`, s.own(), cutoffNS)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var cur cpid.Mergelog
+	curID := int64(-1)
+	for rows.Next() {
+		var id int64
+		var m cpid.Mergelog
+		var origin, src string
+		if err := rows.Scan(&id, &m.CPID, &m.TimeNS, &m.Service, &origin, &src); err != nil {
+			return err
+		}
+		m.Origin = cpid.Origin(origin)
+		if id != curID {
+			if curID >= 0 {
+				if err := fn(cur); err != nil {
+					return err
+				}
+			}
+			cur, curID = m, id
+		}
+		if src != "" {
+			cur.Sources = append(cur.Sources, src)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if curID >= 0 {
+		return fn(cur)
+	}
+	return nil
+}
+
+// DeleteMergelogs deletes the mergelogs of cpids in the view's cluster and
+// their edges, in one transaction (cpid.DerivedStore).
+func (s *Store) DeleteMergelogs(ctx context.Context, cpids []string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cpid = ANY($1) AND cluster = $2)`,
+			`DELETE FROM mergelog_sources WHERE source_cpid = ANY($1) AND mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = $2)`,
+			`DELETE FROM mergelogs WHERE cpid = ANY($1) AND cluster = $2`,
+		} {
+			if _, err := tx.Exec(ctx, q, cpids, s.own()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Derive opens the store of a reconstruct run (cpid.DerivedStore). The
+// indexes stay in every mode: PostgreSQL loads into indexed tables well,
+// and other clusters' readers keep them.
+func (s *Store) Derive(ctx context.Context, m cpid.DeriveMode) (cpid.DeriveTx, error) {
+	return &deriveTx{s: s, cluster: s.own(), reset: m.Full, redoNS: m.RedoNS}, nil
+}
+
+// deriveTx stores a reconstruct run (cpid.DeriveTx), in one transaction or
+// in the steps the run asks for. The first transaction first deletes what
+// the run replaces.
+type deriveTx struct {
+	s       *Store
+	cluster string
+	reset   bool
+	redoNS  int64
+	tx      pgx.Tx
+	cleared bool
+}
+
+func (d *deriveTx) begin(ctx context.Context) error {
+	if d.tx != nil {
+		return nil
+	}
+	tx, err := d.s.pool.Begin(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	d.tx = tx
+	if d.cleared {
+		return nil
+	}
+	var qs []string
+	if d.reset {
+		qs = []string{
+			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = $1)`,
+			`DELETE FROM mergelogs WHERE cluster = $1`,
+			`DELETE FROM revisions WHERE cluster = $1`,
+			`DELETE FROM changes WHERE cluster = $1`,
+			`DELETE FROM anomalies WHERE cluster = $1`,
+			`DELETE FROM controller_spans WHERE cluster = $1`,
+			`DELETE FROM reconstruct_state WHERE cluster = $1`,
+		}
+	} else {
+		qs = []string{
+			`DELETE FROM revisions WHERE stage_ns > $2 AND cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
+			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
+			   WHERE e.received_ns > $2 AND m.cluster = $1)`,
+			`DELETE FROM mergelogs WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
+			`DELETE FROM changes WHERE started_ns > $2 AND cluster = $1`,
+			`DELETE FROM anomalies WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
+		}
+	}
+	for _, q := range qs {
+		args := []any{d.cluster}
+		if strings.Contains(q, "$2") {
+			args = append(args, d.redoNS)
+		}
+		if _, err := tx.Exec(ctx, q, args...); err != nil {
+			d.Abort()
+			return err
+		}
+	}
+	d.cleared = true
+	return nil
+}
+
+// Save stores rows (cpid.DeriveTx).
+func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.begin(ctx); err != nil {
+		return err
+	}
+	var b pgx.Batch
+	for i := range out.Writes {
+		x := &out.Writes[i]
+		var hop any
+		if x.CauseEventID != 0 {
+			hop = x.HopNS
+		}
+		b.Queue(`INSERT INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
+			stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
+			ON CONFLICT (event_id) DO UPDATE SET api_group = excluded.api_group, resource = excluded.resource,
+			namespace = excluded.namespace, name = excluded.name, seq = excluded.seq, order_by = excluded.order_by,
+			attempt = excluded.attempt, stage_ns = excluded.stage_ns, writer = excluded.writer,
+			writer_is_user = excluded.writer_is_user, cpid = excluded.cpid, cpid_origin = excluded.cpid_origin,
+			cause_event_id = excluded.cause_event_id, cause_rule = excluded.cause_rule, change_id = excluded.change_id,
+			hop_ns = excluded.hop_ns, cluster = excluded.cluster`,
+			x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name, x.Seq, x.OrderBy, flag(x.Attempt),
+			x.StageNS, x.Writer.Name, flag(x.Writer.User), orNil(x.CPID), orNil(x.CPIDOrigin), orNil(x.CauseEventID),
+			orNil(x.Rule), orNil(x.ChangeID), hop, d.cluster)
+	}
+	for _, c := range out.Changes {
+		b.Queue(`INSERT INTO changes(id, event_id, started_ns, settled_ns, "user", verb, api_group, resource,
+			subresource, namespace, name, writes, objects, cluster)
+			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster
+			FROM audit_events WHERE id = $3
+			ON CONFLICT (id) DO UPDATE SET event_id = excluded.event_id, started_ns = excluded.started_ns,
+			settled_ns = excluded.settled_ns, "user" = excluded."user", verb = excluded.verb, api_group = excluded.api_group,
+			resource = excluded.resource, subresource = excluded.subresource, namespace = excluded.namespace,
+			name = excluded.name, writes = 0, objects = 0, slowest_hop_ns = NULL, slowest_hop_event_id = NULL,
+			cluster = excluded.cluster`, c.ID, c.StartNS, c.EventID)
+	}
+	for _, a := range out.Anomalies {
+		b.Queue(`INSERT INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (kind, event_id) DO NOTHING`,
+			a.Kind, a.EventID, a.Key.Group, a.Key.Resource, a.Key.Namespace, a.Key.Name, a.Detail, d.cluster)
+	}
+	for _, x := range out.Spans {
+		b.Queue(`INSERT INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (span_id) DO NOTHING`,
+			x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS, text(x.Attrs), x.LogID, d.cluster)
+	}
+	for _, m := range out.Mergelogs {
+		b.Queue(`INSERT INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES ($1,$2,$3,$4,$5,$6)
+			ON CONFLICT (cluster, cpid, origin) DO NOTHING RETURNING id`,
+			m.CPID, m.TimeNS, m.Service, string(m.Origin), orNil(m.EventID), d.cluster)
+	}
+	br := d.tx.SendBatch(ctx, &b)
+	for range len(out.Writes) + len(out.Changes) + len(out.Anomalies) + len(out.Spans) {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	var sources pgx.Batch
+	for _, m := range out.Mergelogs {
+		var id int64
+		switch err := br.QueryRow().Scan(&id); {
+		case err == pgx.ErrNoRows:
+			continue // already stored: its sources too
+		case err != nil:
+			br.Close()
+			return err
+		}
+		for i, sc := range m.Sources {
+			sources.Queue(`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES ($1, $2, $3)`, id, i, sc)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	if sources.Len() > 0 {
+		return d.tx.SendBatch(ctx, &sources).Close()
+	}
+	return nil
+}
+
+// Step commits what is stored so far (cpid.DeriveTx).
+func (d *deriveTx) Step(ctx context.Context) error {
+	if d.tx == nil {
+		return nil
+	}
+	err := d.tx.Commit(context.WithoutCancel(ctx))
+	d.tx = nil
+	return err
+}
+
+// Revisions reads back the stored writes of an object (cpid.DeriveTx).
+func (d *deriveTx) Revisions(ctx context.Context, k cpid.ObjectKey) ([]cpid.Placed, error) {
+	if err := d.begin(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := d.tx.Query(ctx, `SELECT r.event_id, e.resource_version, r.stage_ns, r.seq, r.order_by
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		WHERE r.api_group = $1 AND r.resource = $2 AND r.namespace = $3 AND r.name = $4 AND r.cluster = $5`,
+		k.Group, k.Resource, k.Namespace, k.Name, d.cluster)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.Placed, error) {
+		var p cpid.Placed
+		err := r.Scan(&p.EventID, &p.ResourceVersion, &p.StageNS, &p.Seq, &p.OrderBy)
+		return p, err
+	})
+}
+
+// ChangeWrites reads back the stored writes of a change (cpid.DeriveTx).
+func (d *deriveTx) ChangeWrites(ctx context.Context, change string) ([]cpid.Write, error) {
+	if err := d.begin(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := d.tx.Query(ctx, `SELECT event_id, stage_ns, api_group, resource, namespace, name, attempt <> 0,
+		COALESCE(cause_event_id, 0), COALESCE(hop_ns, 0) FROM revisions WHERE change_id = $1`, change)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.Write, error) {
+		w := cpid.Write{ChangeID: change}
+		err := r.Scan(&w.EventID, &w.StageNS, &w.Key.Group, &w.Key.Resource, &w.Key.Namespace, &w.Key.Name,
+			&w.Attempt, &w.CauseEventID, &w.HopNS)
+		return w, err
+	})
+}
+
+// Renumber sets the places of writes (cpid.DeriveTx).
+func (d *deriveTx) Renumber(ctx context.Context, ps []cpid.Placed) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	if err := d.begin(ctx); err != nil {
+		return err
+	}
+	var b pgx.Batch
+	for _, p := range ps {
+		b.Queue(`UPDATE revisions SET seq = $1, order_by = $2 WHERE event_id = $3`, p.Seq, p.OrderBy, p.EventID)
+	}
+	return d.tx.SendBatch(ctx, &b).Close()
+}
+
+// Summarize sets the summaries of changes (cpid.DeriveTx); a change that
+// settled at 0 keeps its settled time.
+func (d *deriveTx) Summarize(ctx context.Context, cs []cpid.ChangeSummary) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	if err := d.begin(ctx); err != nil {
+		return err
+	}
+	var b pgx.Batch
+	for _, c := range cs {
+		var hop any
+		if c.SlowestHopEventID != 0 {
+			hop = c.SlowestHopNS
+		}
+		b.Queue(`UPDATE changes SET settled_ns = COALESCE($1, settled_ns), writes = $2, objects = $3,
+			slowest_hop_ns = $4, slowest_hop_event_id = $5 WHERE id = $6`,
+			orNil(c.SettledNS), c.Writes, c.Objects, hop, orNil(c.SlowestHopEventID), c.ID)
+	}
+	return d.tx.SendBatch(ctx, &b).Close()
+}
+
+// Finish stores the watermark and commits (cpid.DeriveTx).
+func (d *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
+	if err := d.begin(ctx); err != nil {
+		return err
+	}
+	for k, v := range map[string][]byte{"event_id": fmt.Append(nil, w.EventID), "cutoff_ns": fmt.Append(nil, w.CutoffNS),
+		"log_id": fmt.Append(nil, w.LogID), "engine": w.EngineData} {
+		if _, err := d.tx.Exec(ctx, `INSERT INTO reconstruct_state(cluster, key, value) VALUES ($1, $2, $3)
+			ON CONFLICT (cluster, key) DO UPDATE SET value = excluded.value`, d.cluster, k, v); err != nil {
+			return err
+		}
+	}
+	return d.Step(ctx)
+}
+
+// Abort rolls back what was not committed (cpid.DeriveTx).
+func (d *deriveTx) Abort() {
+	if d.tx != nil {
+		d.tx.Rollback(context.Background())
+		d.tx = nil
+	}
+}

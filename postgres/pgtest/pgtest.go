@@ -1,0 +1,211 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests, from the
+// binaries of the Debian postgresql package: initdb in a temporary
+// directory, a server on a unix socket there, stopped and removed at the
+// end. Tests import it; nothing else does, so it never ships in a binary.
+//
+// PostgreSQL refuses to run as root, and CI runs as root: then the server
+// runs as the unprivileged user "postgres" (the package creates it), or
+// "nobody".
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is a running throwaway server.
+type Server struct {
+	dir  string // data directory, socket and log inside
+	cmd  *exec.Cmd
+	base string // DSN of the postgres database
+}
+
+var (
+	shared     *Server
+	sharedErr  error
+	sharedOnce sync.Once
+	dbSeq      atomic.Int64
+)
+
+// Main runs the tests of a package and stops the shared server, if one was
+// started: call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		shared.Stop()
+	}
+	os.Exit(code)
+}
+
+// NewDatabase returns the DSN of a new, empty database on the package's
+// shared server (started on first use), dropped when the test ends. When
+// PostgreSQL is not installed the test is skipped, or fails when the
+// environment variable CI is set.
+func NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = Start() })
+	if sharedErr != nil {
+		if errors.Is(sharedErr, errNotInstalled) && os.Getenv("CI") == "" {
+			tb.Skipf("PostgreSQL tests skipped: %v", sharedErr)
+		}
+		tb.Fatalf("PostgreSQL: %v", sharedErr)
+	}
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, shared.base)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+name); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, shared.base)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		conn.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	})
+	return shared.DSN(name)
+}
+
+var errNotInstalled = errors.New("no PostgreSQL server binaries (install the Debian package postgresql)")
+
+// bindir finds the newest /usr/lib/postgresql/N/bin holding initdb and
+// postgres, or the directory of pg_ctl on PATH.
+func bindir() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool {
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
+		return vi > vj
+	})
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
+				return d, nil
+			}
+		}
+	}
+	return "", errNotInstalled
+}
+
+// Start starts a server in a new temporary directory.
+func Start() (*Server, error) {
+	bin, err := bindir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "cpid-pg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir}
+	cred, err := credential(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "cpid", "--auth=trust", "-E", "UTF8",
+		"--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer logf.Close()
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.base = s.DSN("postgres")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := pgx.Connect(context.Background(), s.base)
+		if err == nil {
+			conn.Close(context.Background())
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			s.Stop()
+			return nil, fmt.Errorf("server did not start: %v\n%s", err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// credential is nil, or when running as root the unprivileged user the
+// server runs as, the directory handed to it.
+func credential(dir string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	var u *user.User
+	var err error
+	for _, name := range []string{"postgres", "nobody"} {
+		if u, err = user.Lookup(name); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("running as root and no unprivileged user to run PostgreSQL as: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// DSN is the connection string of database db.
+func (s *Server) DSN(db string) string {
+	return "postgres://cpid@/" + db + "?host=" + url.QueryEscape(s.dir) + "&sslmode=disable"
+}
+
+// Stop stops the server and removes its directory.
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-done
+		}
+	}
+	os.RemoveAll(s.dir)
+}

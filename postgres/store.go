@@ -1,0 +1,155 @@
+// Package postgres is cpid's engine for fleets: the schema of docs/SCHEMA.md
+// in a PostgreSQL database (or a PostgreSQL-compatible one), written by many
+// tailers at once and read by many people. It holds SQL and migrations only:
+// what to store and when is decided by ingest and reconstruct, through the
+// interfaces of the root package.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cpid-dev/cpid"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Store is an open cpid database seen from one cluster: InCluster gives
+// another view of it. Records are written to the view's cluster; a
+// reconstruct run derives it; readers see only it, or every cluster when
+// the view has none (Open's).
+type Store struct {
+	*conns
+	cluster string
+}
+
+type conns struct {
+	pool *pgxpool.Pool
+	dsn  string
+}
+
+// DefaultCluster is the cluster of records written without one.
+const DefaultCluster = "default"
+
+// migrationLock is the key of the advisory lock that migrations hold, so
+// that processes opening a new database at once apply each one once.
+const migrationLock = 0x63706964 // "cpid"
+
+// Open connects to the database of dsn (a postgres:// URL or key=value
+// string, as libpq takes them) and applies the migrations it has not seen.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", redacted(cfg), err)
+	}
+	s := &Store{conns: &conns{pool: pool, dsn: dsn}}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open database %s: %w", redacted(cfg), err)
+	}
+	return s, nil
+}
+
+// redacted names a database without its password.
+func redacted(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+}
+
+// Close closes the connections (of every view).
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// InCluster returns the view of the database from cluster name ("" for
+// every cluster). It shares the connections: close only one view.
+func (s *Store) InCluster(name string) *Store { return &Store{conns: s.conns, cluster: name} }
+
+// Cluster is the view's cluster, "" for every cluster.
+func (s *Store) Cluster() string { return s.cluster }
+
+// own is the cluster that writes and reconstruct runs of the view act on.
+func (s *Store) own() string {
+	if s.cluster == "" {
+		return DefaultCluster
+	}
+	return s.cluster
+}
+
+// Clusters returns the clusters that have records, sorted.
+func (s *Store) Clusters(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT cluster FROM files ORDER BY cluster`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// SchemaVersion is the highest migration applied to the database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// migrate applies, in order and each in its own transaction holding the
+// advisory lock, the embedded migrations not yet recorded.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := cpid.ReadMigrations(migrationFS, "migrations")
+	if err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].Version
+	for _, m := range ms {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    BIGINT PRIMARY KEY,
+				name       TEXT NOT NULL,
+				applied_ns BIGINT NOT NULL)`); err != nil {
+				return err
+			}
+			var newest int
+			if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&newest); err != nil {
+				return err
+			}
+			if newest > latest {
+				return newer{cpid.NewerSchemaError(newest, latest)}
+			}
+			var done bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil || done {
+				return err
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES ($1, $2, $3)`,
+				m.Version, m.Name, time.Now().UnixNano())
+			return err
+		})
+		var nw newer
+		if errors.As(err, &nw) {
+			return nw.error
+		}
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// newer is a schema newer than this program's, found by a migration.
+type newer struct{ error }

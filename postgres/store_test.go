@@ -1,0 +1,88 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestOpenMigrates(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	dsn := pgtest.NewDatabase(t)
+	t.Logf("server and database ready in %v", time.Since(start))
+	for i := range 2 {
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, _ := cpid.ReadMigrations(migrationFS, "migrations")
+		var n int
+		s.pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n)
+		if v, _ := s.SchemaVersion(ctx); n != len(ms) || v != ms[len(ms)-1].Version {
+			t.Errorf("open %d: %d migrations recorded, version %d", i+1, n, v)
+		}
+		s.Close()
+	}
+}
+
+// TestConcurrentFirstOpens opens a new database from several processes'
+// worth of pools at once: each migration is applied once, every open
+// succeeds.
+func TestConcurrentFirstOpens(t *testing.T) {
+	ctx := context.Background()
+	for round := range 3 {
+		dsn := pgtest.NewDatabase(t)
+		const n = 6
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				s, err := Open(ctx, dsn)
+				if err == nil {
+					s.Close()
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO schema_migrations VALUES (9999, '9999_future.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(ctx, dsn); err == nil || !strings.Contains(err.Error(), "newer than this cpid-tui knows") {
+		t.Errorf("Open of a newer schema: %v", err)
+	}
+}
