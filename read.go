@@ -1,6 +1,10 @@
 package cpid
 
-import "context"
+import (
+	"context"
+	"slices"
+	"strings"
+)
 
 // DataVersion is a cheap fingerprint of what the database holds: when
 // ingest, tail or reconstruct writes, it changes. Two versions compare with ==.
@@ -232,4 +236,180 @@ type ChangeReader interface {
 	TailSources(ctx context.Context) ([]TailSource, error)
 	// NewestMergelog returns the time of the newest mergelog, 0 when none.
 	NewestMergelog(ctx context.Context) (int64, error)
+}
+
+// MarkCritical marks the critical path of a change's timeline (its writes
+// in apiserver order): the chain of causes back from the last successful
+// write.
+func MarkCritical(ts []TimelineEntry) {
+	idx := map[int64]int{}
+	last := -1
+	for i, t := range ts {
+		idx[t.EventID] = i
+		if !t.Attempt {
+			last = i
+		}
+	}
+	for i := last; i >= 0; {
+		ts[i].Critical = true
+		j, ok := idx[ts[i].CauseID]
+		if !ok || j == i {
+			break
+		}
+		i = j
+	}
+}
+
+// KindOf names the kind of a resource: from the object when the audit log
+// has it (kind), else from the well-known resources, else the resource
+// itself.
+func KindOf(kind, resource string) string {
+	if kind != "" {
+		return kind
+	}
+	if k, ok := kinds[resource]; ok {
+		return k
+	}
+	return resource
+}
+
+var kinds = map[string]string{
+	"pods": "Pod", "services": "Service", "endpoints": "Endpoints", "nodes": "Node", "namespaces": "Namespace",
+	"configmaps": "ConfigMap", "secrets": "Secret", "serviceaccounts": "ServiceAccount",
+	"persistentvolumeclaims": "PersistentVolumeClaim", "persistentvolumes": "PersistentVolume",
+	"deployments": "Deployment", "replicasets": "ReplicaSet", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet",
+	"jobs": "Job", "cronjobs": "CronJob", "endpointslices": "EndpointSlice", "ingresses": "Ingress",
+	"horizontalpodautoscalers": "HorizontalPodAutoscaler", "poddisruptionbudgets": "PodDisruptionBudget",
+}
+
+// LogWindowLag is how long after a change's last write its writers' log
+// lines still count as its own when no line carries a CPID: controllers
+// log what they did just after the write returns.
+const LogWindowLag = 250_000_000
+
+// WriterPatterns returns SQL LIKE patterns (lower case) that match the log
+// file path or the component of a writer's log lines, for the logs of a
+// change whose lines carry no CPID. Writers are named after their service
+// account (revisions.writer): the controllers of kube-controller-manager
+// (deployment-controller, generic-garbage-collector...) log to its file
+// under their own source files, so their file is the only handle; other
+// writers (kube-scheduler, kwok, an operator) name their log file or logger
+// after themselves.
+func WriterPatterns(writer string) []string {
+	w := strings.ToLower(writer)
+	if node, ok := strings.CutPrefix(w, "kubelet"); ok {
+		return []string{"%kubelet%" + strings.TrimSpace(node) + "%", "%kubelet%"}
+	}
+	// LIKE wildcards in names become single-character wildcards: harmless.
+	w = strings.ReplaceAll(w, "%", "_")
+	ps := []string{"%" + w + "%"}
+	for _, suffix := range []string{"-controller", "-collector", "-publisher", "-controller-manager"} {
+		if strings.HasSuffix(w, suffix) {
+			return append(ps, "%controller-manager%")
+		}
+	}
+	if stem, ok := strings.CutPrefix(w, "kube-"); ok {
+		ps = append(ps, "%"+stem+"%")
+	}
+	return ps
+}
+
+// GraphBuilder assembles a ChangeGraph from the rows an engine reads: the
+// objects each CPID of the change touched, their merges, and the changes
+// that carry merge sources from outside.
+type GraphBuilder struct {
+	g       ChangeGraph
+	idx     map[string]int
+	objs    map[graphObjKey]int
+	lastID  int64
+	outside map[string]bool
+}
+
+type graphObjKey struct{ cpid, group, res, ns, name string }
+
+// NewGraphBuilder starts the graph of change.
+func NewGraphBuilder(change string) *GraphBuilder {
+	return &GraphBuilder{g: ChangeGraph{Change: change, Outside: map[string][]string{}}, idx: map[string]int{},
+		objs: map[graphObjKey]int{}, lastID: -1, outside: map[string]bool{}}
+}
+
+// Object adds the writes of one writer to object o with CPID cpid (rows in
+// order of their first write).
+func (b *GraphBuilder) Object(cpid, origin string, o GraphObject, writer string, writes, attempts int, firstNS int64) {
+	i, ok := b.idx[cpid]
+	if !ok {
+		i = len(b.g.Nodes)
+		b.idx[cpid] = i
+		b.g.Nodes = append(b.g.Nodes, GraphNode{CPID: cpid, Origin: origin, FirstNS: firstNS})
+	}
+	n := &b.g.Nodes[i]
+	k := graphObjKey{cpid, o.APIGroup, o.Resource, o.Namespace, o.Name}
+	j, ok := b.objs[k]
+	if !ok {
+		j = len(n.Objects)
+		b.objs[k] = j
+		o.Kind = KindOf("", o.Resource)
+		o.FirstNS = firstNS
+		n.Objects = append(n.Objects, o)
+	}
+	n.Objects[j].Writers = append(n.Objects[j].Writers, writer)
+	n.Objects[j].Writes += writes
+	n.Objects[j].Attempts += attempts
+}
+
+// CPIDs are the change's CPIDs added so far, in order.
+func (b *GraphBuilder) CPIDs() []string {
+	out := make([]string, len(b.g.Nodes))
+	for i, n := range b.g.Nodes {
+		out[i] = n.CPID
+	}
+	return out
+}
+
+// Merge adds a source (src, "" for a root) of mergelog id of cpid (rows by
+// mergelog, sources in order).
+func (b *GraphBuilder) Merge(id int64, cpid string, m Merge, src string) {
+	n := &b.g.Nodes[b.idx[cpid]]
+	if id != b.lastID {
+		n.Merges = append(n.Merges, m)
+		b.lastID = id
+	}
+	if src != "" {
+		last := &n.Merges[len(n.Merges)-1]
+		last.Sources = append(last.Sources, src)
+		if _, in := b.idx[src]; !in {
+			b.outside[src] = true
+		}
+	}
+}
+
+// Outside are the merge sources from outside the change, sorted.
+func (b *GraphBuilder) Outside() []string {
+	srcs := make([]string, 0, len(b.outside))
+	for c := range b.outside {
+		srcs = append(srcs, c)
+	}
+	slices.Sort(srcs)
+	return srcs
+}
+
+// Carried records that change carries the outside CPID cpid.
+func (b *GraphBuilder) Carried(cpid, change string) {
+	if change != "" {
+		b.g.Outside[cpid] = append(b.g.Outside[cpid], change)
+	}
+}
+
+// Graph is the graph built.
+func (b *GraphBuilder) Graph() ChangeGraph { return b.g }
+
+// DropIDs removes the ids in drop from ids.
+func DropIDs(ids []string, drop ...string) []string {
+	out := ids[:0]
+	for _, id := range ids {
+		if !slices.Contains(drop, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -130,7 +129,7 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRo
 			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster); err != nil {
 			return nil, err
 		}
-		c.Kind = kindOf(c.Kind, c.Resource)
+		c.Kind = cpid.KindOf(c.Kind, c.Resource)
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -145,18 +144,7 @@ func (s *Store) ChangesCarrying(ctx context.Context, cpids []string) ([]string, 
 	// No condition on change_id: the planner would scan revisions_change.
 	ids, err := column(ctx, s.r, `SELECT DISTINCT COALESCE(change_id, '') FROM revisions
 		WHERE cpid IN (`+placeholders(len(cpids))+`) ORDER BY 1`, strArgs(cpids)...)
-	return dropIDs(ids, ""), err
-}
-
-// dropIDs removes the ids in drop from ids.
-func dropIDs(ids []string, drop ...string) []string {
-	out := ids[:0]
-	for _, id := range ids {
-		if !slices.Contains(drop, id) {
-			out = append(out, id)
-		}
-	}
-	return out
+	return cpid.DropIDs(ids, ""), err
 }
 
 // LinkedChanges returns the changes, other than change, that a CPID is
@@ -177,7 +165,7 @@ func (s *Store) LinkedChanges(ctx context.Context, change, cid string, ancestors
 		if err != nil {
 			return err
 		}
-		rows, err = changesByID(ctx, db, dropIDs(ids, "", change))
+		rows, err = changesByID(ctx, db, cpid.DropIDs(ids, "", change))
 		return err
 	})
 	if err != nil {
@@ -198,18 +186,15 @@ func (s *Store) ChangeGraph(ctx context.Context, change string) (cpid.ChangeGrap
 }
 
 func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGraph, error) {
-	g := cpid.ChangeGraph{Change: change, Outside: map[string][]string{}}
+	b := cpid.NewGraphBuilder(change)
 	rows, err := db.QueryContext(ctx, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
 		r.name, r.writer, sum(r.attempt = 0), sum(r.attempt), min(r.stage_ns)
 		FROM revisions r WHERE r.change_id = ? AND r.cpid IS NOT NULL
 		GROUP BY r.cpid, r.api_group, r.resource, r.namespace, r.name, r.writer
 		ORDER BY min(r.stage_ns), r.event_id`, change)
 	if err != nil {
-		return g, fmt.Errorf("graph of change %s: %w", change, err)
+		return b.Graph(), fmt.Errorf("graph of change %s: %w", change, err)
 	}
-	idx := map[string]int{}
-	type objKey struct{ cid, group, res, ns, name string }
-	objs := map[objKey]int{}
 	for rows.Next() {
 		var cid, origin, writer string
 		var o cpid.GraphObject
@@ -217,107 +202,62 @@ func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGra
 		var first int64
 		if err := rows.Scan(&cid, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer, &writes, &attempts, &first); err != nil {
 			rows.Close()
-			return g, err
+			return b.Graph(), err
 		}
-		i, ok := idx[cid]
-		if !ok {
-			i = len(g.Nodes)
-			idx[cid] = i
-			g.Nodes = append(g.Nodes, cpid.GraphNode{CPID: cid, Origin: origin, FirstNS: first})
-		}
-		n := &g.Nodes[i]
-		k := objKey{cid, o.APIGroup, o.Resource, o.Namespace, o.Name}
-		j, ok := objs[k]
-		if !ok {
-			j = len(n.Objects)
-			objs[k] = j
-			o.Kind = kindOf("", o.Resource)
-			o.FirstNS = first
-			n.Objects = append(n.Objects, o)
-		}
-		n.Objects[j].Writers = append(n.Objects[j].Writers, writer)
-		n.Objects[j].Writes += writes
-		n.Objects[j].Attempts += attempts
+		b.Object(cid, origin, o, writer, writes, attempts, first)
 	}
 	if err := rows.Close(); err != nil {
-		return g, err
+		return b.Graph(), err
 	}
-	if len(g.Nodes) == 0 {
+	cpids := b.CPIDs()
+	if len(cpids) == 0 {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
-			return g, err
+			return b.Graph(), err
 		}
 		if n == 0 {
-			return g, fmt.Errorf("no change %q", change)
+			return b.Graph(), fmt.Errorf("no change %q", change)
 		}
-		return g, nil
-	}
-	cpids := make([]string, len(g.Nodes))
-	for i, n := range g.Nodes {
-		cpids[i] = n.CPID
+		return b.Graph(), nil
 	}
 	rows, err = db.QueryContext(ctx, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
 		FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
 		WHERE m.cpid IN (`+placeholders(len(cpids))+`) ORDER BY m.ts_ns, m.id, x.pos`, strArgs(cpids)...)
 	if err != nil {
-		return g, fmt.Errorf("merges of change %s: %w", change, err)
+		return b.Graph(), fmt.Errorf("merges of change %s: %w", change, err)
 	}
-	lastID := int64(-1)
-	outside := map[string]bool{}
 	for rows.Next() {
 		var id int64
 		var cid, src string
 		var m cpid.Merge
 		if err := rows.Scan(&id, &cid, &m.Origin, &m.Service, &m.TimeNS, &src); err != nil {
 			rows.Close()
-			return g, err
+			return b.Graph(), err
 		}
-		n := &g.Nodes[idx[cid]]
-		if id != lastID {
-			n.Merges = append(n.Merges, m)
-			lastID = id
-		}
-		if src != "" {
-			last := &n.Merges[len(n.Merges)-1]
-			last.Sources = append(last.Sources, src)
-			if _, in := idx[src]; !in {
-				outside[src] = true
-			}
-		}
+		b.Merge(id, cid, m, src)
 	}
 	if err := rows.Close(); err != nil {
-		return g, err
+		return b.Graph(), err
 	}
-	if len(outside) == 0 {
-		return g, nil
+	srcs := b.Outside()
+	if len(srcs) == 0 {
+		return b.Graph(), nil
 	}
-	srcs := make([]string, 0, len(outside))
-	for c := range outside {
-		srcs = append(srcs, c)
-	}
-	sort.Strings(srcs)
 	rows, err = db.QueryContext(ctx, `SELECT DISTINCT cpid, COALESCE(change_id, '') FROM revisions
 		WHERE cpid IN (`+placeholders(len(srcs))+`) ORDER BY cpid, 2`, strArgs(srcs)...)
 	if err != nil {
-		return g, fmt.Errorf("changes of merge sources: %w", err)
+		return b.Graph(), fmt.Errorf("changes of merge sources: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var cid, ch string
 		if err := rows.Scan(&cid, &ch); err != nil {
-			return g, err
+			return b.Graph(), err
 		}
-		if ch != "" {
-			g.Outside[cid] = append(g.Outside[cid], ch)
-		}
+		b.Carried(cid, ch)
 	}
-	return g, rows.Err()
+	return b.Graph(), rows.Err()
 }
-
-// windowLag is how long after a change's last write its writers' log lines
-// still count as its own when no line carries a CPID: controllers log what
-// they did just after the write returns.
-const windowLag = 250_000_000
 
 // ChangeLogs returns, in time order, at most limit log lines of a change:
 // those whose cpid is among the change's related CPIDs (its own and every
@@ -356,7 +296,7 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 	if len(set.Lines) > 0 {
 		set.Exact = true
 	} else {
-		set.FromNS, set.ToNS = started, settled+windowLag
+		set.FromNS, set.ToNS = started, settled+cpid.LogWindowLag
 		set.Writers, err = column(ctx, db, `SELECT writer FROM revisions WHERE change_id = ? AND writer_is_user = 0
 			GROUP BY writer ORDER BY min(stage_ns)`, change)
 		if err != nil {
@@ -365,7 +305,7 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 		var conds []string
 		args := []any{set.FromNS, set.ToNS, cluster}
 		for _, w := range set.Writers {
-			for _, p := range writerPatterns(w) {
+			for _, p := range cpid.WriterPatterns(w) {
 				conds = append(conds, "lower(f.path) LIKE ? OR lower(l.component) LIKE ?")
 				args = append(args, p, p)
 			}
@@ -405,35 +345,6 @@ func logLines(ctx context.Context, db querier, q string, args ...any) ([]cpid.Lo
 	}
 	return out, rows.Err()
 }
-
-// writerPatterns returns LIKE patterns (lower case) that match the log file
-// path or the component of a writer's log lines. Writers are named after
-// their service account (revisions.writer): the controllers of
-// kube-controller-manager (deployment-controller, generic-garbage-collector,
-// root-ca-cert-publisher...) log to its file under their own source files,
-// so their file is the only handle; other writers (kube-scheduler, kwok,
-// an operator) name their log file or logger after themselves.
-func writerPatterns(writer string) []string {
-	w := strings.ToLower(writer)
-	if node, ok := strings.CutPrefix(w, "kubelet"); ok {
-		return []string{"%kubelet%" + strings.TrimSpace(node) + "%", "%kubelet%"}
-	}
-	w = likeEscaper.Replace(w)
-	ps := []string{"%" + w + "%"}
-	for _, suffix := range []string{"-controller", "-collector", "-publisher", "-controller-manager"} {
-		if strings.HasSuffix(w, suffix) {
-			return append(ps, "%controller-manager%")
-		}
-	}
-	if stem, ok := strings.CutPrefix(w, "kube-"); ok {
-		ps = append(ps, "%"+stem+"%")
-	}
-	return ps
-}
-
-// likeEscaper neutralises LIKE wildcards in names; ESCAPE is not used, so
-// they become single-character wildcards instead, which is harmless here.
-var likeEscaper = strings.NewReplacer("%", "_")
 
 // ObjectRevisions returns the last limit writes of an object in the order
 // reconstruct gave them (seq), bodies included, and whether earlier ones

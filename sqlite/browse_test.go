@@ -312,23 +312,3 @@ func TestBrowseQueries(t *testing.T) {
 		}
 	})
 }
-
-func TestWriterPatterns(t *testing.T) {
-	for _, c := range []struct {
-		writer string
-		want   []string
-	}{
-		{"deployment-controller", []string{"%deployment-controller%", "%controller-manager%"}},
-		{"generic-garbage-collector", []string{"%generic-garbage-collector%", "%controller-manager%"}},
-		{"kube-scheduler", []string{"%kube-scheduler%", "%scheduler%"}},
-		{"kwok", []string{"%kwok%"}},
-		{"kubelet node-1", []string{"%kubelet%node-1%", "%kubelet%"}},
-		{"my%operator", []string{"%my_operator%"}},
-	} {
-		t.Run(c.writer, func(t *testing.T) {
-			if got := writerPatterns(c.writer); !slices.Equal(got, c.want) {
-				t.Errorf("writerPatterns(%q) = %q, want %q", c.writer, got, c.want)
-			}
-		})
-	}
-}

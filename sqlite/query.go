@@ -38,34 +38,14 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS); err != nil {
 			return nil, err
 		}
-		t.Kind = kindOf(t.Kind, t.Resource)
+		t.Kind = cpid.KindOf(t.Kind, t.Resource)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	markCritical(out)
+	cpid.MarkCritical(out)
 	return out, nil
-}
-
-// markCritical walks causes back from the last successful write.
-func markCritical(ts []cpid.TimelineEntry) {
-	idx := map[int64]int{}
-	last := -1
-	for i, t := range ts {
-		idx[t.EventID] = i
-		if !t.Attempt {
-			last = i
-		}
-	}
-	for i := last; i >= 0; {
-		ts[i].Critical = true
-		j, ok := idx[ts[i].CauseID]
-		if !ok || j == i {
-			break
-		}
-		i = j
-	}
 }
 
 // Related returns the CPID and every CPID that descends from it in the merge
@@ -102,27 +82,6 @@ func (s *Store) walk(ctx context.Context, cpid, q string) ([]string, error) {
 		out = append(out, c)
 	}
 	return out, rows.Err()
-}
-
-// kindOf names the kind of a resource: from the object when the audit log
-// has it, else from the well-known resources, else the resource itself.
-func kindOf(kind, resource string) string {
-	if kind != "" {
-		return kind
-	}
-	if k, ok := kinds[resource]; ok {
-		return k
-	}
-	return resource
-}
-
-var kinds = map[string]string{
-	"pods": "Pod", "services": "Service", "endpoints": "Endpoints", "nodes": "Node", "namespaces": "Namespace",
-	"configmaps": "ConfigMap", "secrets": "Secret", "serviceaccounts": "ServiceAccount",
-	"persistentvolumeclaims": "PersistentVolumeClaim", "persistentvolumes": "PersistentVolume",
-	"deployments": "Deployment", "replicasets": "ReplicaSet", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet",
-	"jobs": "Job", "cronjobs": "CronJob", "endpointslices": "EndpointSlice", "ingresses": "Ingress",
-	"horizontalpodautoscalers": "HorizontalPodAutoscaler", "poddisruptionbudgets": "PodDisruptionBudget",
 }
 
 // Spans returns the spans of a change: one apiserver span per write of the
