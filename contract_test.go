@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite"
 
@@ -32,6 +34,7 @@ type engine struct {
 	name  string
 	w     cpid.RecordWriter
 	d     cpid.DerivedStore
+	r     cpid.ChangeReader
 	rows  func(q string) ([][]string, error)
 	close func()
 }
@@ -59,9 +62,9 @@ func openEngines(t *testing.T, cluster string) []engine {
 	}
 	lsc, psc := ls.InCluster(cluster), ps.InCluster(cluster)
 	es := []engine{
-		{name: "sqlite", w: lsc, d: lsc, rows: func(q string) ([][]string, error) { return sqliteRows(sdb, q) },
+		{name: "sqlite", w: lsc, d: lsc, r: lsc, rows: func(q string) ([][]string, error) { return sqliteRows(sdb, q) },
 			close: func() { sdb.Close(); ls.Close() }},
-		{name: "postgres", w: psc, d: psc, rows: func(q string) ([][]string, error) { return pgRows(pconn, q) },
+		{name: "postgres", w: psc, d: psc, r: psc, rows: func(q string) ([][]string, error) { return pgRows(pconn, q) },
 			close: func() { pconn.Close(ctx); ps.Close() }},
 	}
 	t.Cleanup(func() {
@@ -227,6 +230,93 @@ func TestContractReconstruct(t *testing.T) {
 				}
 			}
 			compareTables(t, es, derivedTables)
+		})
+	}
+}
+
+// TestContractRead: every read of every change of every fixture gives the
+// same result from each engine.
+func TestContractRead(t *testing.T) {
+	ctx := context.Background()
+	for _, fx := range fixtures {
+		t.Run(fx, func(t *testing.T) {
+			es := openEngines(t, "")
+			for _, e := range es {
+				if _, err := (&ingest.Ingester{Sink: e.w}).Run(ctx, []string{filepath.Join("fixtures", fx, "bundle")}); err != nil {
+					t.Fatalf("%s: %v", e.name, err)
+				}
+				if _, err := reconstruct.Run(ctx, e.d, reconstruct.Options{Family: ingest.Family}); err != nil {
+					t.Fatalf("%s: %v", e.name, err)
+				}
+			}
+			// read runs the same read on both and compares the results.
+			read := func(what string, f func(r cpid.ChangeReader) (any, error)) any {
+				t.Helper()
+				var res [2]any
+				var errs [2]error
+				for i, e := range es {
+					res[i], errs[i] = f(e.r)
+				}
+				if (errs[0] == nil) != (errs[1] == nil) {
+					t.Fatalf("%s: sqlite error %v, postgres error %v", what, errs[0], errs[1])
+				}
+				if diff := cmp.Diff(res[0], res[1], cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s differs (-sqlite +postgres):\n%s", what, diff)
+				}
+				return res[0]
+			}
+			for _, sort := range []string{"time", "duration", "size"} {
+				read("changes by "+sort, func(r cpid.ChangeReader) (any, error) {
+					return r.Changes(ctx, cpid.ChangeQuery{Sort: sort, Limit: 3, Offset: 1})
+				})
+			}
+			read("filtered changes", func(r cpid.ChangeReader) (any, error) {
+				return r.Changes(ctx, cpid.ChangeQuery{Filter: "WEB"})
+			})
+			read("count", func(r cpid.ChangeReader) (any, error) { return r.CountChanges(ctx, "web") })
+			changes := read("changes", func(r cpid.ChangeReader) (any, error) {
+				return r.Changes(ctx, cpid.ChangeQuery{Limit: 1000})
+			}).([]cpid.ChangeRow)
+			if len(changes) == 0 {
+				t.Fatal("no change")
+			}
+			for _, c := range changes {
+				id := c.ID
+				tl := read("timeline "+id, func(r cpid.ChangeReader) (any, error) { return r.Timeline(ctx, id) }).([]cpid.TimelineEntry)
+				read("graph "+id, func(r cpid.ChangeReader) (any, error) { return r.ChangeGraph(ctx, id) })
+				read("logs "+id, func(r cpid.ChangeReader) (any, error) { return r.ChangeLogs(ctx, id, 50) })
+				read("spans "+id, func(r cpid.ChangeReader) (any, error) { return r.Spans(ctx, id) })
+				read("controller spans "+id, func(r cpid.ChangeReader) (any, error) { return r.ChangeSpans(ctx, id) })
+				read("pod writes "+id, func(r cpid.ChangeReader) (any, error) { return r.PodWrites(ctx, id) })
+				read("hops "+id, func(r cpid.ChangeReader) (any, error) { return r.Hops(ctx, id) })
+				seen := map[cpid.ObjectKey]bool{}
+				for _, e := range tl {
+					k := cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
+					if !seen[k] {
+						seen[k] = true
+						read("revisions of "+k.String(), func(r cpid.ChangeReader) (any, error) {
+							revs, more, err := r.ObjectRevisions(ctx, k, 5)
+							return []any{revs, more}, err
+						})
+					}
+					if e.CPID != "" {
+						cp := e.CPID
+						read("related "+cp, func(r cpid.ChangeReader) (any, error) { return r.Related(ctx, cp) })
+						read("origins "+cp, func(r cpid.ChangeReader) (any, error) { return r.Origins(ctx, cp) })
+						read("linked "+cp, func(r cpid.ChangeReader) (any, error) { return r.LinkedChanges(ctx, id, cp, false) })
+						read("linked up "+cp, func(r cpid.ChangeReader) (any, error) { return r.LinkedChanges(ctx, id, cp, true) })
+						read("carrying "+cp, func(r cpid.ChangeReader) (any, error) { return r.ChangesCarrying(ctx, []string{cp}) })
+					}
+				}
+			}
+			read("all pod writes", func(r cpid.ChangeReader) (any, error) { return r.PodWrites(ctx, "") })
+			read("all hops", func(r cpid.ChangeReader) (any, error) { return r.Hops(ctx, "") })
+			read("newest mergelog", func(r cpid.ChangeReader) (any, error) { return r.NewestMergelog(ctx) })
+			read("data version", func(r cpid.ChangeReader) (any, error) {
+				v, err := r.DataVersion(ctx)
+				return v, err
+			})
+			read("an unknown change", func(r cpid.ChangeReader) (any, error) { return r.Timeline(ctx, "nope") })
 		})
 	}
 }

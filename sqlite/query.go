@@ -49,14 +49,14 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 }
 
 // Related returns the CPID and every CPID that descends from it in the merge
-// graph (paper Table 2).
+// graph (paper Table 2): the CPID first, then the others sorted.
 func (s *Store) Related(ctx context.Context, cpid string) ([]string, error) {
-	return s.walk(ctx, cpid, descendants("rel", "?")+` SELECT cpid FROM rel`)
+	return s.walk(ctx, cpid, descendants("rel", "?1")+` SELECT cpid FROM rel ORDER BY cpid != ?1, cpid`)
 }
 
 // Origins returns the CPID and every CPID it descends from.
 func (s *Store) Origins(ctx context.Context, cpid string) ([]string, error) {
-	return s.walk(ctx, cpid, ancestorsOf("anc", "?")+` SELECT cpid FROM anc`)
+	return s.walk(ctx, cpid, ancestorsOf("anc", "?1")+` SELECT cpid FROM anc ORDER BY cpid != ?1, cpid`)
 }
 
 func (s *Store) walk(ctx context.Context, cpid, q string) ([]string, error) {

@@ -12,13 +12,13 @@ import (
 // created (all changes when change is ""), in apiserver order.
 func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, error) {
 	rows, err := s.r.QueryContext(ctx, `WITH created AS (
-		SELECT r.namespace, r.name, r.change_id, r.stage_ns FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		WHERE r.resource = 'pods' AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
 		  AND r.change_id IS NOT NULL AND (?1 = '' OR r.change_id = ?1))
 		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, b.response_object
 		FROM created c JOIN changes ch ON ch.id = c.change_id
 		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
-		  AND r.stage_ns >= c.stage_ns AND r.attempt = 0
+		  AND r.cluster = c.cluster AND r.stage_ns >= c.stage_ns AND r.attempt = 0
 		JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
 		ORDER BY e.stage_ns, e.id`, change)
 	if err != nil {
@@ -44,7 +44,8 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, 
 // changes when change is "").
 func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT writer, hop_ns FROM revisions
-		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND (?1 = '' OR change_id = ?1)`, change)
+		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND (?1 = '' OR change_id = ?1)
+		ORDER BY event_id`, change)
 	if err != nil {
 		return nil, err
 	}

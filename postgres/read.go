@@ -1,0 +1,521 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cpid-dev/cpid"
+)
+
+var _ cpid.ChangeReader = (*Store)(nil)
+
+// reader runs queries: the pool, or a read transaction.
+type reader interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// snapshot runs fn in one read-only REPEATABLE READ transaction, so that
+// the queries of one method see one state of the database while tailers
+// write to it.
+func (s *Store) snapshot(ctx context.Context, fn func(reader) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return fn(tx) })
+}
+
+// strs reads a one-column result of strings.
+func strs(ctx context.Context, db reader, q string, args ...any) ([]string, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// walk is the WITH clause of the walk of the merge DAG from the CPIDs that
+// seed selects, as the table name(cpid): down to every CPID descending
+// from them, or with up, up to every CPID they descend from.
+func walk(name, seed string, up bool) string {
+	step := `SELECT m.cpid FROM ` + name + ` JOIN mergelog_sources x ON x.source_cpid = ` + name + `.cpid
+		JOIN mergelogs m ON m.id = x.mergelog_id`
+	if up {
+		step = `SELECT x.source_cpid FROM ` + name + ` JOIN mergelogs m ON m.cpid = ` + name + `.cpid
+		JOIN mergelog_sources x ON x.mergelog_id = m.id`
+	}
+	return `WITH RECURSIVE ` + name + `(cpid) AS (SELECT ` + seed + ` UNION ` + step + `)`
+}
+
+// DataVersion reads what changes whenever readers may see something new.
+func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
+	var v cpid.DataVersion
+	err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT COALESCE(max(id), 0) FROM audit_events),
+		(SELECT COALESCE(max(id), 0) FROM log_records),
+		(SELECT COALESCE(max(stage_ns), 0) FROM audit_events),
+		COALESCE((SELECT max(convert_from(value, 'UTF8')::bigint) FROM reconstruct_state
+		          WHERE key = 'event_id' AND ($1 = '' OR cluster = $1)), 0),
+		COALESCE((SELECT max(convert_from(value, 'UTF8')::bigint) FROM reconstruct_state
+		          WHERE key = 'cutoff_ns' AND ($1 = '' OR cluster = $1)), 0)`, s.cluster).
+		Scan(&v.Events, &v.Logs, &v.NewestNS, &v.Reconstructed, &v.CutoffNS)
+	if err != nil {
+		return v, fmt.Errorf("data version: %w", err)
+	}
+	return v, nil
+}
+
+// filter is the WHERE clause of a changes listing: the view's cluster and
+// ChangeQuery.Filter, with its arguments numbered from $1.
+func (s *Store) filter(text string) (string, []any) {
+	var conds []string
+	var args []any
+	if s.cluster != "" {
+		args = append(args, s.cluster)
+		conds = append(conds, fmt.Sprintf("c.cluster = $%d", len(args)))
+	}
+	if text != "" {
+		args = append(args, "%"+strings.ToLower(text)+"%")
+		n := len(args)
+		conds = append(conds, fmt.Sprintf(`(lower(c.namespace) LIKE $%[1]d OR lower(c.name) LIKE $%[1]d
+			OR lower(c.resource) LIKE $%[1]d OR lower(c."user") LIKE $%[1]d OR c.id LIKE $%[1]d OR lower(c.cluster) LIKE $%[1]d)`, n))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return "WHERE " + strings.Join(conds, " AND "), args
+}
+
+// CountChanges counts the changes Changes lists for the same filter.
+func (s *Store) CountChanges(ctx context.Context, text string) (int, error) {
+	where, args := s.filter(text)
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count changes: %w", err)
+	}
+	return n, nil
+}
+
+// Changes lists root changes, one page: the page's ids from the changes
+// table alone, then their rows.
+func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeRow, error) {
+	order, ok := map[string]string{"": "c.started_ns DESC", "time": "c.started_ns DESC",
+		"duration": "(c.settled_ns - c.started_ns) DESC", "size": "c.writes DESC"}[q.Sort]
+	if !ok {
+		return nil, fmt.Errorf("unknown sort %q (time, duration, size)", q.Sort)
+	}
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	where, args := s.filter(q.Filter)
+	args = append(args, q.Limit, q.Offset)
+	var ids []string
+	var out []cpid.ChangeRow
+	err := s.snapshot(ctx, func(db reader) error {
+		var err error
+		ids, err = strs(ctx, db, fmt.Sprintf(`SELECT c.id FROM changes c %s ORDER BY %s, c.id COLLATE "C" LIMIT $%d OFFSET $%d`,
+			where, order, len(args)-1, len(args)), args...)
+		if err != nil {
+			return err
+		}
+		out, err = changesByID(ctx, db, ids)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("changes: %w", err)
+	}
+	slices.SortStableFunc(out, func(a, b cpid.ChangeRow) int { return slices.Index(ids, a.ID) - slices.Index(ids, b.ID) })
+	return out, nil
+}
+
+// ChangesByID returns the changes with these ids, newest first.
+func (s *Store) ChangesByID(ctx context.Context, ids []string) ([]cpid.ChangeRow, error) {
+	return changesByID(ctx, s.pool, ids)
+}
+
+func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := db.Query(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c."user", e.user_agent, c.verb,
+		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object::json ->> 'kind' END, ''), c.api_group, c.resource,
+		c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster
+		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
+		WHERE c.id = ANY($1) ORDER BY c.started_ns DESC, c.id COLLATE "C"`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("changes by id: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.ChangeRow, error) {
+		var c cpid.ChangeRow
+		err := r.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster)
+		c.Kind = cpid.KindOf(c.Kind, c.Resource)
+		return c, err
+	})
+}
+
+// ChangesCarrying returns the ids of the changes with a write carrying one
+// of the CPIDs.
+func (s *Store) ChangesCarrying(ctx context.Context, cpids []string) ([]string, error) {
+	if len(cpids) == 0 {
+		return nil, nil
+	}
+	ids, err := strs(ctx, s.pool, `SELECT DISTINCT COALESCE(change_id, '') COLLATE "C" FROM revisions WHERE cpid = ANY($1) ORDER BY 1`, cpids)
+	return cpid.DropIDs(ids, ""), err
+}
+
+// LinkedChanges returns the changes, other than change, linked to a CPID
+// through the merge DAG: those it descends from with ancestors, else those
+// descending from it.
+func (s *Store) LinkedChanges(ctx context.Context, change, id string, ancestors bool) ([]cpid.ChangeRow, error) {
+	var out []cpid.ChangeRow
+	err := s.snapshot(ctx, func(db reader) error {
+		ids, err := strs(ctx, db, walk("g", "$1::text", ancestors)+`
+			SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, id)
+		if err != nil {
+			return err
+		}
+		out, err = changesByID(ctx, db, cpid.DropIDs(ids, "", change))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("linked changes of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// ChangeGraph reads the CPIDs, merges and objects of a change.
+func (s *Store) ChangeGraph(ctx context.Context, change string) (cpid.ChangeGraph, error) {
+	b := cpid.NewGraphBuilder(change)
+	err := s.snapshot(ctx, func(db reader) error {
+		rows, err := db.Query(ctx, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
+			r.name, r.writer, sum(CASE WHEN r.attempt = 0 THEN 1 ELSE 0 END), sum(r.attempt), min(r.stage_ns)
+			FROM revisions r WHERE r.change_id = $1 AND r.cpid IS NOT NULL
+			GROUP BY r.cpid, r.api_group, r.resource, r.namespace, r.name, r.writer
+			ORDER BY min(r.stage_ns), (array_agg(r.event_id ORDER BY r.stage_ns, r.event_id))[1]`, change)
+		if err != nil {
+			return fmt.Errorf("graph of change %s: %w", change, err)
+		}
+		var id, origin, writer string
+		var o cpid.GraphObject
+		var writes, attempts int
+		var first int64
+		_, err = pgx.ForEachRow(rows, []any{&id, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer,
+			&writes, &attempts, &first}, func() error {
+			b.Object(id, origin, o, writer, writes, attempts, first)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		ids := b.CPIDs()
+		if len(ids) == 0 {
+			var known bool
+			if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM changes WHERE id = $1)`, change).Scan(&known); err != nil {
+				return err
+			}
+			if !known {
+				return fmt.Errorf("no change %q", change)
+			}
+			return nil
+		}
+		rows, err = db.Query(ctx, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
+			FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
+			WHERE m.cpid = ANY($1) ORDER BY m.ts_ns, m.id, x.pos`, ids)
+		if err != nil {
+			return fmt.Errorf("merges of change %s: %w", change, err)
+		}
+		var mid int64
+		var m cpid.Merge
+		var src string
+		_, err = pgx.ForEachRow(rows, []any{&mid, &id, &m.Origin, &m.Service, &m.TimeNS, &src}, func() error {
+			b.Merge(mid, id, m, src)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		srcs := b.Outside()
+		if len(srcs) == 0 {
+			return nil
+		}
+		rows, err = db.Query(ctx, `SELECT DISTINCT cpid COLLATE "C", COALESCE(change_id, '') COLLATE "C" FROM revisions
+			WHERE cpid = ANY($1) ORDER BY 1, 2`, srcs)
+		if err != nil {
+			return fmt.Errorf("changes of merge sources: %w", err)
+		}
+		var ch string
+		_, err = pgx.ForEachRow(rows, []any{&id, &ch}, func() error { b.Carried(id, ch); return nil })
+		return err
+	})
+	return b.Graph(), err
+}
+
+// logColumns are the columns of a LogLine, from log_records l and files f.
+const logColumns = `l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line`
+
+func logLines(ctx context.Context, db reader, q string, args ...any) ([]cpid.LogLine, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.LogLine, error) {
+		var l cpid.LogLine
+		err := r.Scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line)
+		return l, err
+	})
+}
+
+// ChangeLogs returns, in time order, at most limit log lines of a change:
+// those carrying its related CPIDs, or when none does, those its writers
+// logged in its time window (a guess, marked as such).
+func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
+	var set cpid.ChangeLogSet
+	if limit <= 0 {
+		limit = 1000
+	}
+	err := s.snapshot(ctx, func(db reader) error {
+		var started, settled int64
+		var cluster string
+		err := db.QueryRow(ctx, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = $1`, change).Scan(&started, &settled, &cluster)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("no change %q", change)
+		}
+		if err != nil {
+			return err
+		}
+		set.Lines, err = logLines(ctx, db, walk("rel", "$1::text UNION SELECT cpid FROM revisions WHERE change_id = $1 AND cpid IS NOT NULL", false)+`
+			SELECT `+logColumns+` FROM log_records l JOIN files f ON f.id = l.file_id
+			WHERE l.cpid IN (SELECT cpid FROM rel) ORDER BY l.ts_ns, l.id LIMIT $2`, change, limit+1)
+		if err != nil || len(set.Lines) > 0 {
+			set.Exact = err == nil
+			return err
+		}
+		set.FromNS, set.ToNS = started, settled+cpid.LogWindowLag
+		if set.Writers, err = strs(ctx, db, `SELECT writer FROM revisions WHERE change_id = $1 AND writer_is_user = 0
+			GROUP BY writer ORDER BY min(stage_ns)`, change); err != nil {
+			return err
+		}
+		var pats []string
+		for _, w := range set.Writers {
+			pats = append(pats, cpid.WriterPatterns(w)...)
+		}
+		if len(pats) == 0 {
+			return nil
+		}
+		set.Lines, err = logLines(ctx, db, `SELECT `+logColumns+` FROM log_records l JOIN files f ON f.id = l.file_id
+			WHERE l.ts_ns BETWEEN $1 AND $2 AND l.cluster = $3 AND (lower(f.path) LIKE ANY($4) OR lower(l.component) LIKE ANY($4))
+			ORDER BY l.ts_ns, l.id LIMIT $5`, set.FromNS, set.ToNS, cluster, pats, limit+1)
+		return err
+	})
+	if err != nil {
+		return set, fmt.Errorf("logs of change %s: %w", change, err)
+	}
+	if len(set.Lines) > limit {
+		set.Lines, set.Truncated = set.Lines[:limit], true
+	}
+	return set, nil
+}
+
+// ObjectRevisions returns the last limit writes of an object in the order
+// reconstruct gave them (seq), bodies included, and whether earlier ones
+// were left out.
+func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int) ([]cpid.Revision, bool, error) {
+	if limit <= 0 {
+		limit = 200
+	}
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (
+		SELECT r.event_id, r.seq, r.attempt <> 0 AS attempt, r.order_by, r.stage_ns, r.writer, e.verb, e.subresource,
+		       COALESCE(e.code, 0), e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
+		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $6) last
+		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("revisions of %s: %w", o, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.Revision, error) {
+		var r cpid.Revision
+		err := row.Scan(&r.EventID, &r.Seq, &r.Attempt, &r.OrderBy, &r.StageNS, &r.Writer, &r.Verb, &r.Subresource,
+			&r.Code, &r.Level, &r.ResourceVersion, &r.CPID, &r.ChangeID, &r.Object, &r.Request)
+		if r.Object != "" && (r.Attempt || !cpid.IsObjectBody(r.Subresource, []byte(r.Object))) {
+			r.Object = ""
+		}
+		return r, err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(out) > limit
+	if more {
+		out = out[1:]
+	}
+	return out, more, nil
+}
+
+// ChangeSpans returns the controller spans of a change's CPIDs, by start.
+func (s *Store) ChangeSpans(ctx context.Context, change string) ([]cpid.ChangeSpan, error) {
+	rows, err := s.pool.Query(ctx, `SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns FROM controller_spans
+		WHERE cpid IN (SELECT DISTINCT cpid FROM revisions WHERE change_id = $1 AND cpid IS NOT NULL)
+		ORDER BY start_ns, span_id COLLATE "C"`, change)
+	if err != nil {
+		return nil, fmt.Errorf("spans of change %s: %w", change, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.ChangeSpan])
+}
+
+// known reports an error unless change exists.
+func (s *Store) known(ctx context.Context, change string) error {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM changes WHERE id = $1)`, change).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
+	}
+	return nil
+}
+
+// Timeline returns every write of a change in apiserver order, the critical
+// path marked.
+func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEntry, error) {
+	if err := s.known(ctx, change); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
+		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400
+		              THEN b.response_object::json ->> 'kind' END, ''),
+		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt <> 0, COALESCE(r.cpid, ''),
+		COALESCE(r.cpid_origin, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
+		COALESCE(LEAST(c.stage_ns, e.received_ns), 0), COALESCE(r.hop_ns, 0)
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		LEFT JOIN audit_events c ON c.id = r.cause_event_id
+		WHERE r.change_id = $1 ORDER BY e.stage_ns, r.event_id`, change)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.TimelineEntry, error) {
+		var t cpid.TimelineEntry
+		err := row.Scan(&t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
+			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS)
+		t.Kind = cpid.KindOf(t.Kind, t.Resource)
+		return t, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	cpid.MarkCritical(out)
+	return out, nil
+}
+
+// Related returns the CPID and every CPID that descends from it.
+func (s *Store) Related(ctx context.Context, id string) ([]string, error) {
+	return s.dag(ctx, id, false)
+}
+
+// Origins returns the CPID and every CPID it descends from.
+func (s *Store) Origins(ctx context.Context, id string) ([]string, error) {
+	return s.dag(ctx, id, true)
+}
+
+func (s *Store) dag(ctx context.Context, id string, up bool) ([]string, error) {
+	var in bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mergelogs WHERE cpid = $1)
+		OR EXISTS (SELECT 1 FROM mergelog_sources WHERE source_cpid = $1)`, id).Scan(&in); err != nil {
+		return nil, err
+	}
+	if !in {
+		return nil, fmt.Errorf("no CPID %q in the merge graph", id)
+	}
+	return strs(ctx, s.pool, walk("w", "$1::text", up)+` SELECT cpid FROM w ORDER BY cpid <> $1, cpid COLLATE "C"`, id)
+}
+
+// Spans returns the spans of a change: one apiserver span per write, and
+// the controller spans of every CPID related to it.
+func (s *Store) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error) {
+	if err := s.known(ctx, change); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, walk("rel", "$1::text", false)+`
+		SELECT kind, span_id, parent_id, COALESCE(cpid, ''), service, name, start_ns, end_ns FROM spans
+		WHERE (kind = 'apiserver' AND event_id IN (SELECT event_id FROM revisions WHERE change_id = $1))
+		   OR (kind = 'controller' AND cpid IN (SELECT cpid FROM rel))
+		ORDER BY start_ns, span_id COLLATE "C"`, change)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.SpanRow])
+}
+
+// PodWrites returns every successful write of the Pods that a change
+// created (all changes when change is ""), in apiserver order.
+func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, error) {
+	rows, err := s.pool.Query(ctx, `WITH created AS (
+		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		WHERE r.resource = 'pods' AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
+		  AND r.change_id IS NOT NULL AND ($1 = '' OR r.change_id = $1))
+		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, COALESCE(b.response_object, '')
+		FROM created c JOIN changes ch ON ch.id = c.change_id
+		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
+		  AND r.cluster = c.cluster AND r.stage_ns >= c.stage_ns AND r.attempt = 0
+		JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		ORDER BY e.stage_ns, e.id`, change)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.PodWrite, error) {
+		var w cpid.PodWrite
+		var obj string
+		err := row.Scan(&w.Change, &w.ChangeStartNS, &w.Namespace, &w.Name, &w.Verb, &w.Subresource, &w.StageNS, &obj)
+		if cpid.IsObjectBody(w.Subresource, []byte(obj)) {
+			w.Object = []byte(obj)
+		}
+		return w, err
+	})
+}
+
+// Hops returns the hop latencies of every explained write of a change (all
+// changes when change is "").
+func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
+	rows, err := s.pool.Query(ctx, `SELECT writer, hop_ns FROM revisions
+		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND ($1 = '' OR change_id = $1)
+		ORDER BY event_id`, change)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.Hop])
+}
+
+// TailSources returns every followed source of the view's cluster (of
+// every cluster for a view of all), by cluster and path.
+func (s *Store) TailSources(ctx context.Context) ([]cpid.TailSource, error) {
+	rows, err := s.pool.Query(ctx, `SELECT cluster, source, file, fingerprint, fingerprint_len, "offset", line, device, inode,
+		lines, records, dups, bad, possible_loss, newest_ns, committed_ns FROM tail_checkpoints
+		WHERE $1 = '' OR cluster = $1 ORDER BY cluster COLLATE "C", source COLLATE "C"`, s.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("read tail checkpoints: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.TailSource, error) {
+		var t cpid.TailSource
+		var fp []byte
+		var dev, ino int64
+		err := row.Scan(&t.Cluster, &t.Source, &t.File, &fp, &t.FingerprintLen, &t.Offset, &t.Line, &dev, &ino,
+			&t.Lines, &t.Records, &t.Dups, &t.Bad, &t.PossibleLoss, &t.NewestNS, &t.CommittedNS)
+		copy(t.Fingerprint[:], fp)
+		t.Device, t.Inode = uint64(dev), uint64(ino)
+		return t, err
+	})
+}
+
+// NewestMergelog returns the time of the newest mergelog of the view's
+// cluster(s), 0 when none.
+func (s *Store) NewestMergelog(ctx context.Context) (int64, error) {
+	var ns int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(ts_ns), 0) FROM mergelogs WHERE $1 = '' OR cluster = $1`, s.cluster).Scan(&ns)
+	return ns, err
+}
