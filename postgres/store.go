@@ -89,7 +89,7 @@ func (s *Store) own() string {
 
 // Clusters returns the clusters that have records, sorted.
 func (s *Store) Clusters(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT cluster FROM files ORDER BY cluster COLLATE "C"`)
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT cluster COLLATE "C" FROM files ORDER BY 1`)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
-	"github.com/cpid-dev/cpid/sqlite"
 )
 
 func init() {
@@ -55,12 +54,12 @@ For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
 	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
 		return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
 	}
-	db0, err := sqlite.Open(ctx, db)
+	db0, err := openDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer db0.Close()
-	st := db0.InCluster(*cluster)
+	defer db0.close()
+	st := db0.view(*cluster)
 	noColor := os.Getenv("NO_COLOR") != ""
 	m := tui.New(ctx, st, tui.Options{Change: *change, Refresh: *refresh, Color: !noColor})
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}

@@ -5,15 +5,28 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cpid-dev/cpid/postgres/pgtest"
 )
 
 // TestFleetClusters stores two real recordings as two clusters of one
-// database: each cluster's changes and timelines equal those of a database
+// database, SQLite and PostgreSQL: each cluster's changes and timelines equal those of a database
 // holding that recording alone, the listing of every cluster is the union,
 // and --cluster selects one.
 func TestFleetClusters(t *testing.T) {
-	dir := t.TempDir()
-	fleet := filepath.Join(dir, "fleet.db")
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			dir := t.TempDir()
+			fleet := filepath.Join(dir, "fleet.db")
+			if engine == "postgres" {
+				fleet = pgtest.NewDatabase(t)
+			}
+			testFleet(t, dir, fleet)
+		})
+	}
+}
+
+func testFleet(t *testing.T, dir, fleet string) {
 	fixtures := map[string]string{"east": "../../fixtures/basic/bundle", "west": "../../fixtures/figure-5/bundle"}
 	must := func(args ...string) string {
 		t.Helper()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid/ingest"
-	"github.com/cpid-dev/cpid/sqlite"
 )
 
 func init() {
@@ -61,7 +60,7 @@ func dbFlag(fs interface {
 	if def == "" {
 		def = "cpid.db"
 	}
-	fs.StringVar(p, "db", def, "SQLite database file (created with mode 0600 if missing; env CPID_DB)")
+	fs.StringVar(p, "db", def, "the database: a SQLite file (created with mode 0600 if missing) or a postgres://USER@HOST/DB URL (env CPID_DB)")
 }
 
 func runIngest(ctx context.Context, e *env, args []string) error {
@@ -95,7 +94,7 @@ Examples:
 	ratio := fs.Int64("max-inflate-ratio", 1000, "refuse a gzip stream that inflates more than this many times its size (past 256 MiB)")
 	batch := fs.Int("batch", 5000, "records per transaction")
 	redaction := redactFlag(fs)
-	cluster := clusterFlag(fs, sqlite.DefaultCluster)
+	cluster := clusterFlag(fs, defaultCluster)
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	paths, err := parseArgs(fs, args)
 	if err != nil {
@@ -106,12 +105,12 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := sqlite.Open(ctx, db)
+	db0, err := openDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer db0.Close()
-	st := db0.InCluster(*cluster)
+	defer db0.close()
+	st := db0.view(*cluster)
 	in := &ingest.Ingester{
 		Sink:      st,
 		Walker:    ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin},

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid/reconstruct"
-	"github.com/cpid-dev/cpid/sqlite"
 )
 
 func init() {
@@ -51,12 +50,12 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := sqlite.Open(ctx, db)
+	db0, err := openDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer db0.Close()
-	st := db0.InCluster(*cluster)
+	defer db0.close()
+	st := db0.view(*cluster)
 	b := reconstruct.Budget{MaxCPIDs: *maxCPIDs}
 	if len(keep) > 0 {
 		pinned := map[string]bool{}
@@ -73,21 +72,16 @@ Examples:
 		b.OlderThanNS = newest - int64(*olderThan)
 		fmt.Fprintf(e.stderr, "prune: deleting roots before %s\n", time.Unix(0, b.OlderThanNS).UTC().Format(time.RFC3339))
 	}
-	clusters := []string{*cluster}
-	if *cluster == "" {
-		if clusters, err = db0.Clusters(ctx); err != nil {
-			return err
-		}
-		if len(clusters) == 0 {
-			clusters = []string{sqlite.DefaultCluster}
-		}
+	clusters, err := db0.clustersOf(ctx, *cluster)
+	if err != nil {
+		return err
 	}
 	verb := "deleted"
 	if *dry {
 		verb = "would delete"
 	}
 	for _, c := range clusters {
-		removed, before, err := reconstruct.PruneStore(ctx, db0.InCluster(c), b, *dry)
+		removed, before, err := reconstruct.PruneStore(ctx, db0.view(c), b, *dry)
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", c, err)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/reconstruct"
-	"github.com/cpid-dev/cpid/sqlite"
 )
 
 func init() {
@@ -66,12 +65,12 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
-	db0, err := sqlite.Open(ctx, db)
+	db0, err := openDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer db0.Close()
-	st := db0.InCluster(*cluster)
+	defer db0.close()
+	st := db0.view(*cluster)
 	switch pos[0] {
 	case "changes":
 		if err := need(0); err != nil {

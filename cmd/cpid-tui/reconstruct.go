@@ -9,7 +9,6 @@ import (
 
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
-	"github.com/cpid-dev/cpid/sqlite"
 )
 
 func init() {
@@ -41,28 +40,23 @@ docs/SCHEMA.md for the tables it fills.`))
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := sqlite.Open(ctx, db)
+	db0, err := openDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer db0.Close()
+	defer db0.close()
 	// A run holds the merge graph and every object's state in maps that
 	// live to its end: collecting less often costs some memory and saves
 	// time (docs/BENCHMARKS.md). GOGC, when set, decides.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
 	}
-	clusters := []string{*cluster}
-	if *cluster == "" {
-		if clusters, err = db0.Clusters(ctx); err != nil {
-			return err
-		}
-		if len(clusters) == 0 {
-			clusters = []string{sqlite.DefaultCluster}
-		}
+	clusters, err := db0.clustersOf(ctx, *cluster)
+	if err != nil {
+		return err
 	}
 	for _, c := range clusters {
-		r, err := reconstruct.Run(ctx, db0.InCluster(c), runOptions(*full, 0))
+		r, err := reconstruct.Run(ctx, db0.view(c), runOptions(*full, 0))
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", c, err)
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
-	"github.com/cpid-dev/cpid/sqlite"
 )
 
 func init() {
@@ -60,7 +59,7 @@ Example:
 	maxBody := fs.Int64("max-body", 64<<20, "largest request body accepted, in bytes (413 beyond)")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	redaction := redactFlag(fs)
-	cluster := clusterFlag(fs, sqlite.DefaultCluster)
+	cluster := clusterFlag(fs, defaultCluster)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -104,12 +103,12 @@ Example:
 			return fmt.Errorf("token file %s is empty", *tokenFile)
 		}
 	}
-	db0, err := sqlite.Open(ctx, db)
+	db0, err := openDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer db0.Close()
-	st := db0.InCluster(*cluster)
+	defer db0.close()
+	st := db0.view(*cluster)
 
 	var mu sync.Mutex
 	notice := func(n ingest.Notice) {

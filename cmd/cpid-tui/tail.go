@@ -17,7 +17,6 @@ import (
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
-	"github.com/cpid-dev/cpid/sqlite"
 )
 
 func init() {
@@ -72,7 +71,7 @@ Examples:
 	metrics := fs.String("metrics", "", "serve /metrics (Prometheus text) on this address, e.g. 127.0.0.1:9464")
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	redaction := redactFlag(fs)
-	cluster := clusterFlag(fs, sqlite.DefaultCluster)
+	cluster := clusterFlag(fs, defaultCluster)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -83,12 +82,12 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := sqlite.Open(ctx, db)
+	db0, err := openDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer db0.Close()
-	st := db0.InCluster(*cluster)
+	defer db0.close()
+	st := db0.view(*cluster)
 	if *status {
 		return tailStatus(ctx, e.stdout, st, *out)
 	}
