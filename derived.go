@@ -167,3 +167,28 @@ type PodWrite struct {
 	StageNS       int64
 	Object        json.RawMessage // the Pod after the write, when the audit log has it
 }
+
+// MergelogRows assembles mergelogs from the rows of a join of mergelogs and
+// their sources: one row per source in order, one row with no source ("")
+// for a root, rows of one mergelog (its id) together.
+type MergelogRows struct {
+	cur  Mergelog
+	id   int64
+	have bool
+}
+
+// Add takes a row and returns the mergelog it completed, if any.
+func (r *MergelogRows) Add(id int64, m Mergelog, src string) (done Mergelog, ok bool) {
+	if !r.have || id != r.id {
+		done, ok = r.cur, r.have
+		r.cur, r.id, r.have = m, id, true
+		r.cur.Sources = nil
+	}
+	if src != "" {
+		r.cur.Sources = append(r.cur.Sources, src)
+	}
+	return done, ok
+}
+
+// Last returns the mergelog of the last rows, if any.
+func (r *MergelogRows) Last() (Mergelog, bool) { return r.cur, r.have }

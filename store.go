@@ -157,3 +157,15 @@ type ChangeSummary struct {
 	SlowestHopNS      int64
 	SlowestHopEventID int64
 }
+
+// DefaultCluster is the cluster of records written without one.
+const DefaultCluster = "default"
+
+// OwnCluster is the cluster a view of cluster c writes and reconstructs:
+// c, or DefaultCluster for a view of every cluster ("").
+func OwnCluster(c string) string {
+	if c == "" {
+		return DefaultCluster
+	}
+	return c
+}

@@ -160,34 +160,22 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	var cur cpid.Mergelog
-	curID := int64(-1)
-	for rows.Next() {
-		var id int64
-		var m cpid.Mergelog
-		var origin, src string
-		if err := rows.Scan(&id, &m.CPID, &m.TimeNS, &m.Service, &origin, &src); err != nil {
-			return err
-		}
+	var mr cpid.MergelogRows
+	var id int64
+	var m cpid.Mergelog
+	var origin, src string
+	_, err = pgx.ForEachRow(rows, []any{&id, &m.CPID, &m.TimeNS, &m.Service, &origin, &src}, func() error {
 		m.Origin = cpid.Origin(origin)
-		if id != curID {
-			if curID >= 0 {
-				if err := fn(cur); err != nil {
-					return err
-				}
-			}
-			cur, curID = m, id
+		if done, ok := mr.Add(id, m, src); ok {
+			return fn(done)
 		}
-		if src != "" {
-			cur.Sources = append(cur.Sources, src)
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if curID >= 0 {
-		return fn(cur)
+	if last, ok := mr.Last(); ok {
+		return fn(last)
 	}
 	return nil
 }

@@ -35,9 +35,6 @@ type conns struct {
 	dsn  string
 }
 
-// DefaultCluster is the cluster of records written without one.
-const DefaultCluster = "default"
-
 // migrationLock is the key of the advisory lock that migrations hold, so
 // that processes opening a new database at once apply each one once.
 const migrationLock = 0x63706964 // "cpid"
@@ -80,12 +77,7 @@ func (s *Store) InCluster(name string) *Store { return &Store{conns: s.conns, cl
 func (s *Store) Cluster() string { return s.cluster }
 
 // own is the cluster that writes and reconstruct runs of the view act on.
-func (s *Store) own() string {
-	if s.cluster == "" {
-		return DefaultCluster
-	}
-	return s.cluster
-}
+func (s *Store) own() string { return cpid.OwnCluster(s.cluster) }
 
 // Clusters returns the clusters that have records, sorted.
 func (s *Store) Clusters(ctx context.Context) ([]string, error) {

@@ -17,7 +17,7 @@ import (
 // whose hash is already stored are skipped and counted as duplicates, so
 // writing the same batch twice changes nothing, from any number of writers
 // at once. The batch's checkpoints are stored in the same transaction. The
-// records go to the view's cluster (DefaultCluster for a view of every
+// records go to the view's cluster (cpid.DefaultCluster for a view of every
 // cluster).
 func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	var res cpid.Written

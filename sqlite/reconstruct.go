@@ -211,8 +211,7 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 		return err
 	}
 	defer rows.Close()
-	var cur cpid.Mergelog
-	curID := int64(-1)
+	var mr cpid.MergelogRows
 	for rows.Next() {
 		var id int64
 		var m cpid.Mergelog
@@ -220,23 +219,17 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 		if err := rows.Scan(&id, &m.CPID, &m.TimeNS, &m.Service, &m.Origin, &src); err != nil {
 			return err
 		}
-		if id != curID {
-			if curID >= 0 {
-				if err := fn(cur); err != nil {
-					return err
-				}
+		if done, ok := mr.Add(id, m, src); ok {
+			if err := fn(done); err != nil {
+				return err
 			}
-			cur, curID = m, id
-		}
-		if src != "" {
-			cur.Sources = append(cur.Sources, src)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if curID >= 0 {
-		return fn(cur)
+	if last, ok := mr.Last(); ok {
+		return fn(last)
 	}
 	return nil
 }

@@ -50,9 +50,6 @@ type conns struct {
 	fileIDs map[string]int64 // cluster and path -> files.id of committed rows
 }
 
-// DefaultCluster is the cluster of records written without one.
-const DefaultCluster = "default"
-
 // InCluster returns the view of the database from cluster name ("" for
 // every cluster). It shares the connections: close only one view.
 func (s *Store) InCluster(name string) *Store { return &Store{conns: s.conns, cluster: name} }
@@ -61,12 +58,7 @@ func (s *Store) InCluster(name string) *Store { return &Store{conns: s.conns, cl
 func (s *Store) Cluster() string { return s.cluster }
 
 // own is the cluster that writes and reconstruct runs of the view act on.
-func (s *Store) own() string {
-	if s.cluster == "" {
-		return DefaultCluster
-	}
-	return s.cluster
-}
+func (s *Store) own() string { return cpid.OwnCluster(s.cluster) }
 
 // Clusters returns the clusters that have records, sorted.
 func (s *Store) Clusters(ctx context.Context) ([]string, error) {

@@ -36,8 +36,9 @@ ON CONFLICT(cluster, source) DO UPDATE SET file = excluded.file, fingerprint = e
 // whose hash is already stored are skipped and counted as duplicates, so
 // writing the same batch twice changes nothing. It is safe for concurrent
 // use: transactions queue for the one writer connection. Records go to the
-// view's cluster (DefaultCluster for a view of every cluster). The batch's checkpoints are stored in the same
-// transaction, with the duplicates among the records each covers.
+// view's cluster (cpid.DefaultCluster for a view of every cluster). The
+// batch's checkpoints are stored in the same transaction, with the
+// duplicates among the records each covers.
 func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	var res cpid.Written
 	newFiles := map[string]int64{}

@@ -25,7 +25,7 @@ type database struct {
 }
 
 // defaultCluster is the cluster of records written without --cluster.
-const defaultCluster = sqlite.DefaultCluster
+const defaultCluster = cpid.DefaultCluster
 
 // isPostgres reports whether --db names a PostgreSQL database.
 func isPostgres(db string) bool {
