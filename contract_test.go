@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -317,6 +318,44 @@ func TestContractRead(t *testing.T) {
 				return v, err
 			})
 			read("an unknown change", func(r cpid.ChangeReader) (any, error) { return r.Timeline(ctx, "nope") })
+		})
+	}
+}
+
+// TestContractRunLock: a reconstruct run's lock keeps a second run of the
+// same cluster waiting until the first releases it, and a waiter gives up
+// when its context ends.
+func TestContractRunLock(t *testing.T) {
+	for _, e := range openEngines(t, "east") {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			release, err := e.d.LockRun(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			if r, err := e.d.LockRun(short); err == nil {
+				r()
+				t.Fatal("a second run of the cluster took the lock while the first held it")
+			}
+			got := make(chan error, 1)
+			go func() {
+				r, err := e.d.LockRun(ctx)
+				if err == nil {
+					r()
+				}
+				got <- err
+			}()
+			select {
+			case err := <-got:
+				t.Fatalf("the waiter went on (%v) before the holder released", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			release()
+			if err := <-got; err != nil {
+				t.Fatalf("the waiter after release: %v", err)
+			}
 		})
 	}
 }

@@ -76,6 +76,13 @@ type LogEntry struct {
 // DerivedStore is what a reconstruct run reads and writes; the storage
 // engines implement it. Reads see a consistent snapshot each.
 type DerivedStore interface {
+	// LockRun waits until no other reconstruct run of the view's cluster
+	// holds the run lock, in this process or another, and takes it; release
+	// gives it back, and a process that dies releases it too. A run reads
+	// its watermark under the lock, so that two runs of one cluster (two
+	// tailers of an HA control plane, a tailer and a manual reconstruct)
+	// take turns instead of deleting each other's rows.
+	LockRun(ctx context.Context) (release func(), err error)
 	// Watermark reads where the last run stopped.
 	Watermark(ctx context.Context) (Watermark, error)
 	// LastIDs returns the highest audit event and log record ids stored.

@@ -103,6 +103,11 @@ var bodied = []string{"pods", "nodes", "endpointslices", "endpoints"}
 func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error) {
 	start := time.Now()
 	res := Report{Full: opt.Full, Mergelogs: map[cpid.Origin]int{}}
+	release, err := st.LockRun(ctx)
+	if err != nil {
+		return res, fmt.Errorf("reconstruct lock: %w", err)
+	}
+	defer release()
 	w, err := st.Watermark(ctx)
 	if err != nil {
 		return res, err
