@@ -54,3 +54,33 @@ func ReadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 func NewerSchemaError(have, know int) error {
 	return fmt.Errorf("database has schema version %d, newer than this cpid-tui knows (%d): upgrade cpid-tui", have, know)
 }
+
+// CheckSchema is what a reader checks before it reads a database it must
+// not migrate: applied (the versions in schema_migrations) must hold every
+// migration of ms, no more. The error says which version is needed and how
+// to get it.
+func CheckSchema(ms []Migration, applied map[int]bool) error {
+	latest := ms[len(ms)-1].Version
+	if len(applied) == 0 {
+		return fmt.Errorf("no cpid schema in it (cpid-tui ingest creates one)")
+	}
+	have := 0
+	for v := range applied {
+		have = max(have, v)
+	}
+	if have > latest {
+		return NewerSchemaError(have, latest)
+	}
+	var missing []string
+	for _, m := range ms {
+		if !applied[m.Version] {
+			missing = append(missing, m.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("schema version %d lacks %s: this cpid-tui reads schema version %d; "+
+		"run cpid-tui reconstruct (or ingest) on it to migrate it, reading commands never do",
+		have, strings.Join(missing, ", "), latest)
+}

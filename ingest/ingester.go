@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -232,6 +233,10 @@ func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int
 		}
 		fs.Lines++
 		decoded.Add(int64(len(raw)) + 1)
+		if bytes.IndexByte(raw, 0) >= 0 {
+			bad(n, errBinary)
+			continue
+		}
 		line, ok, err := cri.Feed(raw)
 		if err != nil {
 			bad(n, err.Error())
@@ -271,6 +276,10 @@ func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int
 	}
 	return nil
 }
+
+// errBinary is the reason given for a line holding a NUL byte: not text.
+// It is found per line, so that the valid lines of a file are kept.
+const errBinary = "binary content (a NUL byte): skipped"
 
 type atomicCounter struct {
 	r io.Reader

@@ -3,7 +3,6 @@ package ingest
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -167,14 +166,34 @@ func (w *Walker) Read(ctx context.Context, name string, fn func(Stream) error) e
 	if w.Counted != nil {
 		r = w.Counted(r)
 	}
-	return w.read(ctx, name, r, fn, 0, false)
+	// The inflate limits hold for the input as a whole: every gzip layer,
+	// and everything decoded from it (all layers, all members), against
+	// the bytes read from disk. Per layer, a gzip inside a gzip inflates
+	// the limit squared.
+	b := &budget{in: &countReader{r: r}, lim: w.Limits.withDefaults()}
+	return w.read(ctx, name, b.in, fn, 0, false, b)
+}
+
+// budget is what one input may decompress: its bytes read (in), the bytes
+// decoded from it so far (out), and the limits.
+type budget struct {
+	in  *countReader
+	out int64
+	lim Limits
+}
+
+// exceeded reports out bytes of output too many for the input read so far.
+func (b *budget) exceeded(out int64) error {
+	if out > b.lim.InflateFloor && out/max(b.in.n, 1) > b.lim.MaxInflateRatio {
+		return fmt.Errorf("%w: %d bytes from %d compressed", ErrInflateLimit, out, b.in.n)
+	}
+	return nil
 }
 
 // read sniffs the content (not the name) for gzip and tar. gz counts the
 // gzip layers already opened: a .gz member of a .tgz bundle is two, more is
 // refused, and so is a tar inside a tar.
-func (w *Walker) read(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int, inTar bool) error {
-	lim := w.Limits.withDefaults()
+func (w *Walker) read(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int, inTar bool, b *budget) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(512)
 	if isGzip(head) {
@@ -182,33 +201,32 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, fn func(Str
 			w.notice(name, "compressed more than twice over: skipped")
 			return nil
 		}
-		cr := &countReader{r: br}
-		zr, err := gzip.NewReader(cr)
+		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return fmt.Errorf("gzip: %w", err)
 		}
 		defer zr.Close()
-		lr := &inflateLimit{r: zr, in: cr, lim: lim}
-		return w.read(ctx, name, lr, fn, gz+1, inTar)
+		return w.read(ctx, name, &inflateLimit{r: zr, b: b}, fn, gz+1, inTar, b)
 	}
 	if isTar(head) {
 		if inTar {
 			w.notice(name, "tar archive inside a tar archive: skipped")
 			return nil
 		}
-		return w.readTar(ctx, name, br, fn, gz)
+		return w.readTar(ctx, name, br, fn, gz, b)
 	}
-	if isBinary(head) {
-		w.notice(name, "binary content: skipped")
-		return nil
+	if gz == 0 {
+		return fn(Stream{Name: name, R: br})
 	}
-	return fn(Stream{Name: name, R: br})
+	// Binary content is found line by line (a NUL byte makes a bad line),
+	// so that a stray NUL does not hide the valid lines around it.
+	return fn(Stream{Name: name, R: &decoded{r: br, b: b}})
 }
 
 // readTar reads a tar bundle as a stream, never extracting it: member names
 // are only labels, so absolute paths and ".." cannot escape anywhere. Links
 // and special files are skipped; members are read in archive order.
-func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int) error {
+func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int, b *budget) error {
 	tr := tar.NewReader(r)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -236,7 +254,7 @@ func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(
 		if unsafeMember(h.Name) {
 			w.notice(member, fmt.Sprintf("unsafe member name %q: read as %q, nothing is extracted", h.Name, cleanMember(h.Name)))
 		}
-		if err := w.read(ctx, member, tr, fn, gz, true); err != nil {
+		if err := w.read(ctx, member, tr, fn, gz, true, b); err != nil {
 			var le *LineError
 			if errors.As(err, &le) || errors.Is(err, context.Canceled) {
 				return err
@@ -274,9 +292,6 @@ func isTar(b []byte) bool {
 	return len(b) >= 262 && string(b[257:262]) == "ustar"
 }
 
-// isBinary reports content that is not text: a NUL byte in the first 512.
-func isBinary(b []byte) bool { return bytes.IndexByte(b, 0) >= 0 }
-
 type countReader struct {
 	r io.Reader
 	n int64
@@ -288,20 +303,35 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// inflateLimit fails a decompressing reader whose output outgrows its input
-// by more than the allowed ratio (past a floor).
+// inflateLimit fails a gzip layer whose output outgrows the input's bytes
+// read by more than the allowed ratio (past a floor).
 type inflateLimit struct {
 	r   io.Reader
-	in  *countReader
 	out int64
-	lim Limits
+	b   *budget
 }
 
 func (l *inflateLimit) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.out += int64(n)
-	if l.out > l.lim.InflateFloor && l.out/max(l.in.n, 1) > l.lim.MaxInflateRatio {
-		return n, fmt.Errorf("%w: %d bytes from %d compressed", ErrInflateLimit, l.out, l.in.n)
+	if lerr := l.b.exceeded(l.out); lerr != nil {
+		return n, lerr
+	}
+	return n, err
+}
+
+// decoded counts what the decoders get of a compressed input, every
+// stream of it together, against the input's inflate limit.
+type decoded struct {
+	r io.Reader
+	b *budget
+}
+
+func (d *decoded) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.b.out += int64(n)
+	if lerr := d.b.exceeded(d.b.out); lerr != nil {
+		return n, lerr
 	}
 	return n, err
 }

@@ -50,9 +50,16 @@ type Tailer struct {
 	// Metrics, when set, is updated as lines are read and batches stored.
 	Metrics *Metrics
 	// Notice, when set, is told about bad lines, truncations, possible
-	// losses and errors that do not stop the tailer. It is called from
-	// the goroutine of Run.
+	// losses, logs waited for and errors that do not stop the tailer. It
+	// is called from the goroutine of Run, and from the writing one about
+	// a store that is full.
 	Notice func(Notice)
+	// Full, when set, reports a store error that waiting may cure (a full
+	// disk): the batch is tried again every RetryEvery (default 5s), with
+	// a notice, instead of ending Run. Reading goes on until the next
+	// batch is ready, then waits for the store.
+	Full       func(error) bool
+	RetryEvery time.Duration
 }
 
 // redaction is the tailer's Redaction or the default.
@@ -95,7 +102,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	wctx := context.WithoutCancel(ctx) // the last batch is stored after ctx ends
 	go func() {
 		for b := range r.toWrite {
-			n, err := t.Sink.Write(wctx, b)
+			n, err := t.write(ctx, wctx, b)
 			r.done <- written{b: b, w: n, err: err, at: time.Now()}
 		}
 	}()
@@ -168,6 +175,34 @@ func (t *Tailer) Run(ctx context.Context) error {
 	return r.storeErr
 }
 
+// write stores a batch, trying again while the store is full (Full) and
+// ctx lasts: nothing read is dropped, and the tailer outlives a full disk.
+func (t *Tailer) write(ctx, wctx context.Context, b *cpid.Batch) (cpid.Written, error) {
+	every := t.RetryEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	for waited := false; ; waited = true {
+		n, err := t.Sink.Write(wctx, b)
+		if err == nil || t.Full == nil || !t.Full(err) {
+			if err == nil && waited && t.Notice != nil {
+				t.Notice(Notice{Name: "store", Reason: "stored again after waiting"})
+			}
+			return n, err
+		}
+		if !waited && t.Notice != nil {
+			t.Notice(Notice{Name: "store", Reason: fmt.Sprintf("%v: full, trying again every %s (free some space; Ctrl-C gives up)", err, every)})
+		}
+		tm := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return n, err
+		case <-tm.C:
+		}
+	}
+}
+
 // run is the state of one Tailer.Run, owned by its goroutine: the followed
 // logs, the batch being filled and the one being written.
 type run struct {
@@ -183,6 +218,7 @@ type run struct {
 	follows map[string]*follow
 	order   []*follow // by source
 	watched map[string]bool
+	waited  map[string]bool // patterns said to match nothing yet
 
 	toWrite  chan *cpid.Batch
 	done     chan written
@@ -196,7 +232,7 @@ type run struct {
 
 func (t *Tailer) newRun() *run {
 	r := &run{t: t, m: t.Metrics, size: t.BatchSize, poll: t.Poll, notice: t.Notice, lim: t.Limits.withDefaults(),
-		resume: map[string]cpid.Checkpoint{}, follows: map[string]*follow{}, watched: map[string]bool{},
+		resume: map[string]cpid.Checkpoint{}, follows: map[string]*follow{}, watched: map[string]bool{}, waited: map[string]bool{},
 		toWrite: make(chan *cpid.Batch), done: make(chan written), spare: &cpid.Batch{}, reconDone: make(chan error, 1)}
 	if r.m == nil {
 		r.m = &Metrics{}
@@ -218,7 +254,7 @@ func (t *Tailer) newRun() *run {
 
 // expand follows the sources that appeared, and watches their directories.
 func (r *run) expand() {
-	for _, src := range r.t.sources(r.notice) {
+	for _, src := range r.t.sources(r.notice, r.waitGlob) {
 		if r.follows[src] != nil {
 			continue
 		}
@@ -380,9 +416,18 @@ func (r *run) reconstructTicker() (<-chan time.Time, func()) {
 	return tk.C, tk.Stop
 }
 
+// waitGlob says, once, that a pattern matches no file yet.
+func (r *run) waitGlob(pattern string) {
+	if !r.waited[pattern] {
+		r.waited[pattern] = true
+		r.notice(Notice{Name: pattern, Reason: "no file matches it yet: waiting for one to appear"})
+	}
+}
+
 // sources expands Paths into the live paths to follow. A rotated backup
-// matched by a pattern stands for its live file.
-func (t *Tailer) sources(notice func(Notice)) []string {
+// matched by a pattern stands for its live file; unmatched is told about
+// patterns that match nothing.
+func (t *Tailer) sources(notice func(Notice), unmatched func(string)) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, p := range t.Paths {
@@ -392,6 +437,9 @@ func (t *Tailer) sources(notice func(Notice)) []string {
 			if matches, err = filepath.Glob(p); err != nil {
 				notice(Notice{Name: p, Reason: err.Error()})
 				continue
+			}
+			if len(matches) == 0 {
+				unmatched(p)
 			}
 		}
 		for _, m := range matches {

@@ -155,7 +155,7 @@ func openTail(path string, off int64, line int, lim Limits) (*tailFile, error) {
 			f.Close()
 			return nil, fmt.Errorf("gzip %s: %w", path, err)
 		}
-		t.zr = &inflateLimit{r: zr, in: cr, lim: lim}
+		t.zr = &inflateLimit{r: zr, b: &budget{in: cr, lim: lim}}
 		// Read the head, then decompress and drop up to off.
 		t.head = make([]byte, fingerprintMax)
 		n, err := io.ReadFull(t.zr, t.head)

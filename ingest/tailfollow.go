@@ -40,6 +40,7 @@ type follow struct {
 
 	wake    bool   // something may have changed: step it
 	retry   bool   // a listed file moved before it was opened: list again
+	waiting bool   // said that the log has no file yet
 	lastErr string // the last error reported, not repeated
 
 	audits           []cpid.Audit
@@ -104,6 +105,10 @@ func (f *follow) step(budget int) (int, error) {
 func (f *follow) locate() error {
 	ms, err := stableMembers(f.dir, f.base)
 	if err != nil || len(ms) == 0 {
+		if err == nil && !f.waiting {
+			f.waiting = true
+			f.notice(Notice{Name: f.source, Reason: "no such file yet: waiting for it to appear"})
+		}
 		return err
 	}
 	f.refreshPos()

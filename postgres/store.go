@@ -10,9 +10,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cpid-dev/cpid"
@@ -39,23 +41,76 @@ type conns struct {
 // that processes opening a new database at once apply each one once.
 const migrationLock = 0x63706964 // "cpid"
 
+// Option changes how Open opens a database.
+type Option func(*options)
+
+type options struct{ readOnly bool }
+
+// ReadOnly opens the database for reading only, as the commands that only
+// read do: it is never migrated (a database without the cpid schema, or
+// with an older one, is an error saying which version is needed), and every
+// transaction is read-only (default_transaction_read_only), so a role that
+// may only SELECT can read.
+func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
+
 // Open connects to the database of dsn (a postgres:// URL or key=value
-// string, as libpq takes them) and applies the migrations it has not seen.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+// string, as libpq takes them) and applies the migrations it has not seen;
+// with ReadOnly it checks the schema instead.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if o.readOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", redacted(cfg), err)
 	}
 	s := &Store{conns: &conns{pool: pool, dsn: dsn}}
-	if err := s.migrate(ctx); err != nil {
+	if o.readOnly {
+		err = s.checkSchema(ctx)
+	} else {
+		err = s.migrate(ctx)
+	}
+	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open database %s: %w", redacted(cfg), err)
+		return nil, fmt.Errorf("database %s: %w", redacted(cfg), err)
 	}
 	return s, nil
+}
+
+// checkSchema fails unless every embedded migration is applied: a reading
+// command never migrates.
+func (s *Store) checkSchema(ctx context.Context) error {
+	ms, err := cpid.ReadMigrations(migrationFS, "migrations")
+	if err != nil {
+		return err
+	}
+	applied := map[int]bool{}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		rows, err := s.pool.Query(ctx, `SELECT version FROM schema_migrations`)
+		if err != nil {
+			return err
+		}
+		vs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			applied[int(v)] = true
+		}
+	}
+	return cpid.CheckSchema(ms, applied)
 }
 
 // redacted names a database without its password.
@@ -145,3 +200,13 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // newer is a schema newer than this program's, found by a migration.
 type newer struct{ error }
+
+// IsFull reports an error of a database that cannot grow: disk_full
+// (SQLSTATE 53100) or ENOSPC. A writer may wait and try again.
+func IsFull(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "53100" {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}

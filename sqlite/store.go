@@ -14,11 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cpid-dev/cpid"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3lib "modernc.org/sqlite/lib"
 )
 
 //go:embed migrations/*.sql
@@ -65,12 +68,32 @@ func (s *Store) Clusters(ctx context.Context) ([]string, error) {
 	return column(ctx, s.r, `SELECT DISTINCT cluster FROM files ORDER BY cluster`)
 }
 
+// Option changes how Open opens a database.
+type Option func(*options)
+
+type options struct{ readOnly bool }
+
+// ReadOnly opens an existing database for reading only, as the commands
+// that only read do: a missing file is an error naming it, the database is
+// never created or migrated (an older schema is an error saying which
+// version is needed), and a file the process may not write (mode 0444, a
+// read-only directory) opens. Writes through the store fail.
+func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
+
 // Open opens (creating if needed, with mode 0600) the database at path and
-// applies any migrations it has not seen yet.
-func Open(ctx context.Context, path string) (*Store, error) {
+// applies any migrations it has not seen yet; with ReadOnly it only opens
+// an existing database of the current schema.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if o.readOnly {
+		return openReadOnly(ctx, path, abs)
 	}
 	// Create the file ourselves so its mode is 0600 whatever the umask;
 	// SQLite gives the -wal and -shm files the mode of the database file.
@@ -99,6 +122,112 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// openReadOnly is Open with ReadOnly.
+func openReadOnly(ctx context.Context, path, abs string) (*Store, error) {
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("no database at %s (cpid-tui ingest creates one)", path)
+	case err != nil:
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("open database %s: not a file", path)
+	}
+	s, err := openPools(ctx, abs, false)
+	if err != nil && walEmpty(abs) {
+		// A WAL database needs its -shm file, which a reader cannot create
+		// in a read-only directory. With no WAL content, nothing is in it
+		// to miss: read the file as it is (immutable), without one.
+		if s2, err2 := openPools(ctx, abs, true); err2 == nil {
+			s, err = s2, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := s.checkSchema(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// openPools opens the read-only pools of a store and reads from them once.
+// Both read only: the "writer" is there so that a write through a
+// read-only store fails in SQLite rather than in Go.
+func openPools(ctx context.Context, abs string, immutable bool) (*Store, error) {
+	w, err := sql.Open("sqlite", roDSN(abs, immutable))
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", roDSN(abs, immutable))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	s := &Store{conns: &conns{path: abs, w: w, r: r, fileIDs: map[string]int64{}}}
+	var n int
+	if err := r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// walEmpty reports a database with no write-ahead log content.
+func walEmpty(abs string) bool {
+	fi, err := os.Stat(abs + "-wal")
+	return errors.Is(err, os.ErrNotExist) || err == nil && fi.Size() == 0
+}
+
+// roDSN is the URI of a read-only connection. It sets no journal mode:
+// that is a write, and a database cpid wrote is in WAL mode already.
+// immutable tells SQLite that nobody changes the file: no locks, no -shm.
+func roDSN(path string, immutable bool) string {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	if immutable {
+		q.Set("immutable", "1")
+	}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "threads(4)")
+	q.Add("_pragma", "query_only(ON)")
+	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// checkSchema fails unless every embedded migration is applied, and says
+// which schema version a reader needs: a reading command never migrates.
+func (s *Store) checkSchema(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
+		return err
+	}
+	applied := map[int]bool{}
+	if n > 0 {
+		vs, err := column(ctx, s.r, `SELECT version FROM schema_migrations`)
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			i, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("schema_migrations: version %q", v)
+			}
+			applied[i] = true
+		}
+	}
+	return cpid.CheckSchema(ms, applied)
 }
 
 // dsn builds a file: URI so that the driver applies every option; a plain
@@ -237,4 +366,15 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// IsFull reports an error of a database that cannot grow: SQLITE_FULL
+// (the disk is full, or max_page_count reached) or ENOSPC. A writer may
+// wait and try again.
+func IsFull(err error) bool {
+	var se *sqlite3.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3lib.SQLITE_FULL {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }

@@ -41,24 +41,17 @@ For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
 		fs.Usage()
 		return errUsage
 	}
-	// Opening creates a missing database; browsing an empty new file would
-	// only hide a wrong path.
-	if _, err := os.Stat(db); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("no database at %s (cpid-tui ingest and cpid-tui reconstruct create it)", db)
-		}
+	// Never a new empty file: browsing one would only hide a wrong path.
+	db0, err := openStore(ctx, e.stderr, db, readOnly)
+	if err != nil {
 		return err
 	}
+	defer db0.close()
 	in, inOK := e.stdin.(*os.File)
 	out, outOK := e.stdout.(*os.File)
 	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
 		return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
 	}
-	db0, err := openDatabase(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
 	st := db0.view(*cluster)
 	noColor := os.Getenv("NO_COLOR") != ""
 	m := tui.New(ctx, st, tui.Options{Change: *change, Refresh: *refresh, Color: !noColor})

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -22,6 +26,8 @@ type database struct {
 	view     func(cluster string) store
 	clusters func(ctx context.Context) ([]string, error)
 	close    func() error
+	// full reports a store error that waiting may cure (a full disk).
+	full func(error) bool
 }
 
 // defaultCluster is the cluster of records written without --cluster.
@@ -32,21 +38,77 @@ func isPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// openDatabase opens --db: a postgres:// URL is a PostgreSQL database,
-// anything else a SQLite file.
+// access is what a command does with its database.
+type access int
+
+const (
+	// readWrite creates a missing database and migrates an older one.
+	readWrite access = iota
+	// readOnly opens an existing database of the current schema only,
+	// never creating or migrating it; a read-only file opens.
+	readOnly
+)
+
+// openDatabase opens --db for writing: a postgres:// URL is a PostgreSQL
+// database, anything else a SQLite file. Notices go to the process's
+// stderr (commands with an env use openStore).
 func openDatabase(ctx context.Context, db string) (*database, error) {
+	return openStore(ctx, os.Stderr, db, readWrite)
+}
+
+// openStore opens --db for a command, telling w when the SQLite path is a
+// symbolic link: a link is followed, and said so, since the file written
+// is not where --db points; a link to nothing is refused, since opening it
+// for writing would create a file wherever the link points.
+func openStore(ctx context.Context, w io.Writer, db string, a access) (*database, error) {
 	if isPostgres(db) {
-		p, err := postgres.Open(ctx, db)
+		var opts []postgres.Option
+		if a == readOnly {
+			opts = append(opts, postgres.ReadOnly())
+		}
+		p, err := postgres.Open(ctx, db, opts...)
 		if err != nil {
 			return nil, err
 		}
-		return &database{view: func(c string) store { return p.InCluster(c) }, clusters: p.Clusters, close: p.Close}, nil
+		return &database{view: func(c string) store { return p.InCluster(c) }, clusters: p.Clusters, close: p.Close, full: postgres.IsFull}, nil
 	}
-	s, err := sqlite.Open(ctx, db)
+	if fi, err := os.Lstat(db); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(db)
+		if err != nil {
+			return nil, fmt.Errorf("--db %s is a symbolic link to nothing (%v): refused, give the file itself", db, err)
+		}
+		fmt.Fprintf(w, "cpid-tui: --db %s is a symbolic link: opening %s\n", db, target)
+	}
+	var opts []sqlite.Option
+	if a == readOnly {
+		opts = append(opts, sqlite.ReadOnly())
+	}
+	s, err := sqlite.Open(ctx, db, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &database{view: func(c string) store { return s.InCluster(c) }, clusters: s.Clusters, close: s.Close}, nil
+	return &database{view: func(c string) store { return s.InCluster(c) }, clusters: s.Clusters, close: s.Close, full: sqlite.IsFull}, nil
+}
+
+// hintReconstruct tells w to run reconstruct when no cluster of the
+// database was ever reconstructed: a reading command then finds nothing,
+// which should not look like "no changes happened".
+func (d *database) hintReconstruct(ctx context.Context, w io.Writer, db, cluster string) {
+	cs, err := d.clustersOf(ctx, cluster)
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		wm, err := d.view(c).Watermark(ctx)
+		if err != nil || wm.EventID > 0 || wm.LogID > 0 || wm.HasState {
+			return
+		}
+	}
+	where := " --db " + db
+	if isPostgres(db) {
+		where = "" // the URL may hold a password
+	}
+	fmt.Fprintf(w, "cpid-tui: nothing was reconstructed in this database yet: run `cpid-tui reconstruct%s` (after `cpid-tui ingest`)\n", where)
 }
 
 // clustersOf returns the cluster named, or every cluster of the database

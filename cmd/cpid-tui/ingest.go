@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/ingest"
 )
 
@@ -60,7 +61,7 @@ func dbFlag(fs interface {
 	if def == "" {
 		def = "cpid.db"
 	}
-	fs.StringVar(p, "db", def, "the database: a SQLite file (created with mode 0600 if missing) or a postgres://USER@HOST/DB URL (env CPID_DB)")
+	fs.StringVar(p, "db", def, "the database: a SQLite file (commands that write create it with mode 0600; reading ones never create or migrate it) or a postgres://USER@HOST/DB URL (env CPID_DB)")
 }
 
 func runIngest(ctx context.Context, e *env, args []string) error {
@@ -105,7 +106,7 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := openDatabase(ctx, db)
+	db0, err := openStore(ctx, e.stderr, db, readWrite)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func printProgress(w io.Writer, p ingest.Progress) {
 		pct = fmt.Sprintf(" (%.0f%% of %s)", 100*float64(p.DiskBytes)/float64(p.TotalDisk), mib(p.TotalDisk))
 	}
 	fmt.Fprintf(w, "ingest: %s read%s, %.1f MB/s, %d records, %.0f records/s, %s\n",
-		mib(p.DiskBytes), pct, float64(p.Bytes)/1e6/secs, p.Records, float64(p.Records)/secs, p.File)
+		mib(p.DiskBytes), pct, float64(p.Bytes)/1e6/secs, p.Records, float64(p.Records)/secs, tui.Printable(p.File))
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -192,25 +193,25 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 				fmt.Fprintf(w, "  ... and %d more components\n", len(comps)-top)
 				break
 			}
-			fmt.Fprintf(w, "  %-50s %d\n", c, s.Components[c])
+			fmt.Fprintf(w, "  %-50s %d\n", tui.Printable(c), s.Components[c])
 		}
 	}
 	if s.Redacted > 0 {
 		fmt.Fprintf(w, "redacted: credentials (Secret data, tokens, private keys) removed from %d event(s) before storing\n", s.Redacted)
 	}
 	for _, n := range s.Notices {
-		fmt.Fprintf(w, "skipped: %s\n", n)
+		fmt.Fprintf(w, "skipped: %s\n", tui.Printable(n.String()))
 	}
 	if s.Bad > 0 {
 		fmt.Fprintf(w, "bad lines: %d (skipped, the rest was stored)\n", s.Bad)
 		for _, b := range s.BadLines {
-			fmt.Fprintf(w, "  %s\n", b)
+			fmt.Fprintf(w, "  %s\n", tui.Printable(b.Error()))
 		}
 		if s.Bad > len(s.BadLines) {
 			fmt.Fprintf(w, "  ... and %d more\n", s.Bad-len(s.BadLines))
 		}
 	}
 	for _, err := range s.ReadErrors {
-		fmt.Fprintf(w, "unreadable: %v\n", err)
+		fmt.Fprintf(w, "unreadable: %s\n", tui.Printable(err.Error()))
 	}
 }

@@ -8,17 +8,35 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
+
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // output writes data as a table for people, JSON or CSV for scripts. rows
 // are the cells of the table and CSV; v is what JSON encodes.
+//
+// The cells come from the logs, so they may hold terminal escape
+// sequences: a table shows them tui.Printable (sequences and control
+// characters removed); CSV writes control characters other than tab and
+// newline escaped (csvText); JSON escapes them as encoding/json does
+// (\u001b) and is the exact data (docs/SECURITY.md).
 func output(w io.Writer, format string, header []string, rows [][]string, v any) error {
 	switch format {
 	case "", "table":
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		line := func(cells []string) {
+			for i, c := range cells {
+				if i > 0 {
+					io.WriteString(tw, "\t")
+				}
+				io.WriteString(tw, tui.Printable(c))
+			}
+			io.WriteString(tw, "\n")
+		}
+		line(header)
 		for _, r := range rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t"))
+			line(r)
 		}
 		return tw.Flush()
 	case "json":
@@ -28,10 +46,44 @@ func output(w io.Writer, format string, header []string, rows [][]string, v any)
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write(header)
-		cw.WriteAll(rows)
+		for _, r := range rows {
+			cells := make([]string, len(r))
+			for i, c := range r {
+				cells[i] = csvText(c)
+			}
+			cw.Write(cells)
+		}
+		cw.Flush()
 		return cw.Error()
 	}
 	return fmt.Errorf("unknown --output %q (table, json, csv)", format)
+}
+
+// csvText is a CSV cell: the value as it is (RFC 4180 quoting does the
+// rest), except that control characters other than tab and newline are
+// written as Go escapes, \x1b for ESC, \u009b for C1 CSI, and so are bytes
+// that are not UTF-8: CSV lands on terminals too, and a spreadsheet has no
+// use for them. A backslash is kept as it is, so the escape is not
+// reversible; JSON is the exact data.
+func csvText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\t' || r == '\n':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case r >= 0x80 && r <= 0x9f:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // clock formats a Unix-ns time for a table.

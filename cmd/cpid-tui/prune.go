@@ -50,7 +50,7 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := openDatabase(ctx, db)
+	db0, err := openStore(ctx, e.stderr, db, readWrite)
 	if err != nil {
 		return err
 	}

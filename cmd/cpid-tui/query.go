@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,10 +16,12 @@ func init() {
 	register(command{name: "query", summary: "list changes, a change's timeline, related CPIDs (table, json, csv)", run: runQuery})
 }
 
-const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct first).
+const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct first). The
+database is opened read-only: never created, never migrated.
 
   changes            root changes (a user's write), newest first:
                      --sort time|duration|size, --filter TEXT, --limit N
+                     (0: all)
   timeline ID        every write of change ID in apiserver order: writer,
                      object, the write that caused it and the hop latency;
                      '*' marks the critical path to the last write
@@ -31,6 +34,10 @@ const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct fi
                      Running, Ready; the pod startup phases of the
                      Kubernetes scalability tests; hop latency per
                      controller; all in apiserver time (--change ID for one)
+
+Tables show strings from the logs without control characters or escape
+sequences; --output csv writes them escaped (\x1b), --output json exactly
+(docs/SECURITY.md).
 
 --output json gives, for changes: id, started_ns, settled_ns, user, verb,
 kind, api_group, namespace, name, writes, objects, cluster...; for a timeline entry: ns, writer,
@@ -48,7 +55,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	out := fs.String("output", "table", "table, json or csv")
 	sort := fs.String("sort", "time", "changes: time, duration or size")
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
-	limit := fs.Int("limit", 50, "changes: at most this many")
+	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
 	change := fs.String("change", "", "sli: only this change")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -58,6 +65,10 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	if *limit < 0 {
+		fmt.Fprintf(e.stderr, "cpid-tui query: --limit %d: give 0 (all) or more\n", *limit)
+		return errUsage
+	}
 	need := func(n int) error {
 		if len(pos) != n+1 {
 			fmt.Fprintf(e.stderr, "cpid-tui query %s takes %d argument(s)\n", pos[0], n)
@@ -65,21 +76,32 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
-	db0, err := openDatabase(ctx, db)
+	db0, err := openStore(ctx, e.stderr, db, readOnly)
 	if err != nil {
 		return err
 	}
 	defer db0.close()
 	st := db0.view(*cluster)
+	// An empty answer from a database never reconstructed says why.
+	empty := func(n int) {
+		if n == 0 {
+			db0.hintReconstruct(ctx, e.stderr, db, *cluster)
+		}
+	}
 	switch pos[0] {
 	case "changes":
 		if err := need(0); err != nil {
 			return err
 		}
-		cs, err := st.Changes(ctx, cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: *limit})
+		n := *limit
+		if n == 0 {
+			n = math.MaxInt // the engines take 0 for their default
+		}
+		cs, err := st.Changes(ctx, cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: n})
 		if err != nil {
 			return err
 		}
+		empty(len(cs))
 		// The cluster is a column when the listing has more than one.
 		clusters := map[string]bool{}
 		for _, c := range cs {
@@ -111,6 +133,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		empty(len(ts))
 		var rows [][]string
 		for _, t := range ts {
 			mark := " "
@@ -140,6 +163,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		empty(len(ids))
 		var rows [][]string
 		for _, id := range ids {
 			rows = append(rows, []string{id})
@@ -153,6 +177,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		empty(len(sp))
 		var rows [][]string
 		for _, x := range sp {
 			rows = append(rows, []string{clock(x.StartNS), dur(x.EndNS - x.StartNS), x.Kind, x.Service, x.Name, x.SpanID, x.ParentID})

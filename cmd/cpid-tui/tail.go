@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -29,6 +30,13 @@ type paths []string
 func (p *paths) String() string     { return strings.Join(*p, ",") }
 func (p *paths) Set(v string) error { *p = append(*p, v); return nil }
 
+// tailSink is what the tailer writes to: the store (a test seam, so that
+// a test can make the real store report a full disk).
+var tailSink = func(st store) cpid.RecordWriter { return st }
+
+// tailRetryEvery is how often a full store is tried again.
+var tailRetryEvery = 5 * time.Second
+
 func runTail(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "tail", "[--db cpid.db] --audit-log PATH [--controller-log PATH_OR_GLOB]... | --status", strings.TrimSpace(`
 Follows a live kube-apiserver audit log and controller JSON logs and stores
@@ -40,6 +48,9 @@ follows rotation by rename with asynchronous gzip and pruning of backups
 0.log.<time>[.gz]), copytruncate (detected; possible loss is counted), logs
 that appear later, and backups rotated away before they were read (read
 oldest first). A last line is stored only once its newline is written.
+A log or pattern with no file yet is waited for (said once on stderr). A
+full disk is waited out: the batch is tried again every 5s, with a
+message, and nothing read is lost.
 
 Where it stands in each log (the file, by a fingerprint of its content, and
 the offset) is committed in the same transaction as the records read before
@@ -82,7 +93,11 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := openDatabase(ctx, db)
+	mode := readWrite
+	if *status {
+		mode = readOnly
+	}
+	db0, err := openStore(ctx, e.stderr, db, mode)
 	if err != nil {
 		return err
 	}
@@ -102,17 +117,19 @@ Examples:
 	m := &ingest.Metrics{}
 	var mu sync.Mutex // notices come from the tailer and the reconstruct loop
 	t := &ingest.Tailer{
-		Sink:      st,
-		Paths:     append(audit, controller...),
-		Resume:    resume,
-		Limits:    ingest.Limits{MaxLine: *maxLine},
-		Redaction: redaction(),
-		Poll:      *poll,
-		Metrics:   m,
+		Sink:       tailSink(st),
+		Full:       db0.full,
+		RetryEvery: tailRetryEvery,
+		Paths:      append(audit, controller...),
+		Resume:     resume,
+		Limits:     ingest.Limits{MaxLine: *maxLine},
+		Redaction:  redaction(),
+		Poll:       *poll,
+		Metrics:    m,
 		Notice: func(n ingest.Notice) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(e.stderr, "tail: %s\n", n)
+			fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(n.String()))
 		},
 		BatchSize: *batch,
 	}

@@ -108,7 +108,8 @@ func New(ctx context.Context, st cpid.ChangeReader, opt Options) *Model {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	a := &app{ctx: ctx, st: st, keys: newKeys(), sty: newStyles(opt.Color), now: opt.Now}
+	// Every string the views show comes from the logs: made Printable here.
+	a := &app{ctx: ctx, st: printableReader{st}, keys: newKeys(), sty: newStyles(opt.Color), now: opt.Now}
 	in := textinput.New()
 	in.Prompt = "/"
 	in.Placeholder = "type to filter, enter to keep, esc to clear"

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// userCreate is an audit line of a user creating ConfigMap cm-i.
+func userCreate(i int) string {
+	return fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"00000000-0000-4000-8000-%012d","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/configmaps","verb":"create","user":{"username":"alice"},"userAgent":"kubectl/v1.35.0","objectRef":{"resource":"configmaps","namespace":"default","name":"cm-%d","apiVersion":"v1"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-11-22T16:%02d:%02d.000000Z","stageTimestamp":"2026-11-22T16:%02d:%02d.001000Z"}`,
+		i, i, i/60, i%60, i/60, i%60)
+}
+
+func writeLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRun(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	code, out, errOut := runCmd(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	return out, errOut
+}
+
+// TestBinaryLine: a NUL byte makes its line bad, reported with file:line;
+// the valid lines around it, in the file's first 512 bytes too, are
+// stored.
+func TestBinaryLine(t *testing.T) {
+	dir := t.TempDir()
+	db, log := filepath.Join(dir, "cpid.db"), filepath.Join(dir, "audit.log")
+	writeLines(t, log, userCreate(1), "\x00\x01\x02core dump", userCreate(2))
+	out, _ := mustRun(t, "ingest", "--quiet", "--db", db, log)
+	if !strings.Contains(out, "2 new audit events") || !strings.Contains(out, "bad lines: 1") ||
+		!strings.Contains(out, log+":2: binary content") {
+		t.Errorf("ingest summary:\n%s\nwant 2 events stored and %s:2 a bad line", out, log)
+	}
+}
+
+// TestQueryLimit: --limit 0 lists every change, a negative one is a usage
+// error.
+func TestQueryLimit(t *testing.T) {
+	dir := t.TempDir()
+	db, log := filepath.Join(dir, "cpid.db"), filepath.Join(dir, "audit.log")
+	var lines []string
+	for i := range 130 {
+		lines = append(lines, userCreate(i))
+	}
+	writeLines(t, log, lines...)
+	mustRun(t, "ingest", "--quiet", "--db", db, log)
+	mustRun(t, "reconstruct", "--db", db)
+	count := func(limit string) int {
+		out, _ := mustRun(t, "query", "changes", "--db", db, "--output", "csv", "--limit", limit)
+		return strings.Count(out, "\n") - 1
+	}
+	if n := count("0"); n != 130 {
+		t.Errorf("--limit 0 lists %d changes, want all 130", n)
+	}
+	if n := count("7"); n != 7 {
+		t.Errorf("--limit 7 lists %d changes", n)
+	}
+	code, out, errOut := runCmd(t, nil, "query", "changes", "--db", db, "--limit", "-1")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--limit -1") {
+		t.Errorf("--limit -1: exit %d, stdout %q, stderr %q; want a usage error", code, out, errOut)
+	}
+}
+
+// TestSymlinkedDB: a --db that is a symbolic link is followed and said so;
+// one to nothing is refused, creating nothing where it points.
+func TestSymlinkedDB(t *testing.T) {
+	dir := t.TempDir()
+	real, link, log := filepath.Join(dir, "real.db"), filepath.Join(dir, "link.db"), filepath.Join(dir, "audit.log")
+	writeLines(t, log, userCreate(1))
+	mustRun(t, "ingest", "--quiet", "--db", real, log)
+	os.Symlink(real, link)
+	_, errOut := mustRun(t, "ingest", "--quiet", "--db", link, log)
+	if !strings.Contains(errOut, "--db "+link+" is a symbolic link: opening "+real) {
+		t.Errorf("stderr %q: want the link and its target", errOut)
+	}
+	_, errOut = mustRun(t, "query", "changes", "--db", link)
+	if !strings.Contains(errOut, "is a symbolic link") {
+		t.Errorf("query stderr %q: want the link and its target", errOut)
+	}
+
+	nowhere, dangling := filepath.Join(dir, "elsewhere", "planted"), filepath.Join(dir, "dangling.db")
+	os.Mkdir(filepath.Dir(nowhere), 0o700)
+	os.Symlink(nowhere, dangling)
+	code, _, errOut := runCmd(t, nil, "ingest", "--quiet", "--db", dangling, log)
+	if code != 1 || !strings.Contains(errOut, "symbolic link to nothing") {
+		t.Errorf("dangling link: exit %d, stderr %q; want 1 and a refusal", code, errOut)
+	}
+	if _, err := os.Stat(nowhere); !os.IsNotExist(err) {
+		t.Errorf("a file was created where the dangling link points")
+	}
+}
+
+// lockedBuffer is a stderr that tests read while a command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startTail runs cpid-tui tail in the background until the returned
+// function is called; that returns its exit code.
+func startTail(t *testing.T, stderr io.Writer, args ...string) func() int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr}, append([]string{"tail", "--poll", "10ms", "--reconstruct-every", "0"}, args...))
+	}()
+	stopped := false
+	stop := func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// eventually polls cond until it holds (a deadline, not a sleep to wait
+// for something).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func auditEvents(t *testing.T, db string) int {
+	t.Helper()
+	var n int
+	if err := openDB(t, db).QueryRow(`SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// TestTailWaitsForMissing: tail on a log that does not exist yet says, once,
+// that it waits, and reads it once it appears.
+func TestTailWaitsForMissing(t *testing.T) {
+	dir := t.TempDir()
+	db, log := filepath.Join(dir, "cpid.db"), filepath.Join(dir, "audit", "audit.log")
+	var stderr lockedBuffer
+	stop := startTail(t, &stderr, "--db", db, "--audit-log", log, "--controller-log", filepath.Join(dir, "pods", "*.log"))
+	eventually(t, "the waiting notices", func() bool {
+		s := stderr.String()
+		return strings.Contains(s, log+": no such file yet: waiting for it to appear") &&
+			strings.Contains(s, "pods/*.log: no file matches it yet: waiting")
+	})
+	os.Mkdir(filepath.Dir(log), 0o700)
+	writeLines(t, log, userCreate(1))
+	eventually(t, "the log's event stored", func() bool { return auditEvents(t, db) == 1 })
+	if code := stop(); code != 0 {
+		t.Errorf("tail exit %d: %s", code, stderr.String())
+	}
+	for _, s := range []string{"waiting for it to appear", "waiting for one to appear"} {
+		if n := strings.Count(stderr.String(), s); n != 1 {
+			t.Errorf("%q said %d times, want once:\n%s", s, n, stderr.String())
+		}
+	}
+}
+
+// fullDisk is the real store, full for its first writes: they fail as a
+// write on a full disk does.
+type fullDisk struct {
+	store
+	mu   sync.Mutex
+	left int
+}
+
+func (f *fullDisk) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
+	f.mu.Lock()
+	full := f.left > 0
+	f.left--
+	f.mu.Unlock()
+	if full {
+		return cpid.Written{}, fmt.Errorf("write %s: %w", "cpid.db-wal", syscall.ENOSPC)
+	}
+	return f.store.Write(ctx, b)
+}
+
+// TestTailWaitsOutFullDisk: a store that reports a full disk makes tail
+// say so and try again, not exit; what it read is stored once there is
+// room.
+func TestTailWaitsOutFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	db, log := filepath.Join(dir, "cpid.db"), filepath.Join(dir, "audit.log")
+	writeLines(t, log, userCreate(1), userCreate(2))
+	defer func(s func(store) cpid.RecordWriter, e time.Duration) { tailSink, tailRetryEvery = s, e }(tailSink, tailRetryEvery)
+	tailSink = func(st store) cpid.RecordWriter { return &fullDisk{store: st, left: 3} }
+	tailRetryEvery = 10 * time.Millisecond
+	var stderr lockedBuffer
+	stop := startTail(t, &stderr, "--db", db, "--audit-log", log)
+	eventually(t, "the events stored", func() bool { return auditEvents(t, db) == 2 })
+	if code := stop(); code != 0 {
+		t.Errorf("tail exit %d: %s", code, stderr.String())
+	}
+	s := stderr.String()
+	if !strings.Contains(s, "no space left on device: full, trying again every 10ms") || strings.Count(s, "trying again") != 1 ||
+		!strings.Contains(s, "stored again after waiting") {
+		t.Errorf("stderr:\n%s\nwant the full disk said once, and the recovery", s)
+	}
+}
