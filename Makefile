@@ -45,14 +45,20 @@ bench: build
 
 # Run every fuzz target for FUZZTIME each.
 fuzz:
-	@for t in $$($(GO) test -list 'Fuzz.*' ./ingest/ | grep ^Fuzz); do \
-		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./ingest/ || exit 1; \
+	@for p in ./ingest/ ./ingest/jsonscan/ ./reconstruct/; do \
+		for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+			echo "== $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+		done; \
 	done
 
-# The redaction and audit-decoder fuzz targets, briefly (CI runs this).
+# The redaction and audit-decoder fuzz targets, and the shared JSON reader
+# against encoding/json (alone and as reconstruct reads bodies), briefly
+# (CI runs this).
 fuzz-brief:
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(or $(BRIEF),15s) ./ingest/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAudit$$' -fuzztime $(or $(BRIEF),15s) ./ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(BRIEF),15s) ./ingest/jsonscan/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBody$$' -fuzztime $(or $(BRIEF),15s) ./reconstruct/
 
 clean:
 	rm -rf bin $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm

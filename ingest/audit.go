@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest/jsonscan"
 )
 
 const auditAPIVersion = "audit.k8s.io/v1"
@@ -43,9 +44,8 @@ func DecodeAudit(line []byte) ([]cpid.AuditEvent, error) {
 // decodeAudit is DecodeAudit with the redaction red.
 func decodeAudit(line []byte, red *Redaction) ([]cpid.AuditEvent, error) {
 	line = trimSpace(line)
-	d := getDoc()
-	d.red = red
-	defer d.release()
+	d := getDoc(red)
+	defer d.Release()
 	if err := d.parse(line); err != nil {
 		return nil, err
 	}
@@ -63,11 +63,11 @@ func (d *doc) isAudit() bool {
 // typeMeta returns the object's kind and apiVersion, matched like
 // encoding/json matches them.
 func (d *doc) typeMeta() (kind, apiVersion []byte) {
-	for i := range d.members {
-		m := &d.members[i]
-		switch idx := lookup(listFields, m.key(d.buf)); idx {
+	for i := range d.Members {
+		m := &d.Members[i]
+		switch idx := lookup(listFields, m.Key(d.Buf)); idx {
 		case 0, 1:
-			if s, ok := strValue(d.buf, m.valStart, m.valEnd); ok {
+			if s, ok := jsonscan.String(d.Buf, m.Val()); ok {
 				if idx == 0 {
 					kind = s
 				} else {
@@ -90,14 +90,14 @@ func (d *doc) audit() ([]cpid.AuditEvent, error) {
 	case string(apiVersion) != auditAPIVersion:
 		return nil, fmt.Errorf("unsupported audit apiVersion %q, want %s", apiVersion, auditAPIVersion)
 	}
-	if !d.own {
+	if !d.Own {
 		// Own the bytes: the bodies are returned as slices of this copy.
-		d.buf = bytes.Clone(d.buf)
-		d.own = true
+		d.Buf = bytes.Clone(d.Buf)
+		d.Own = true
 	}
 	if string(kind) == "Event" {
 		evs := make([]cpid.AuditEvent, 1)
-		if err := decodeEvent(d.buf, span{0, len(d.buf)}, d.members, false, d.big, d.red, &evs[0]); err != nil {
+		if err := decodeEvent(d.Buf, span{S: 0, E: len(d.Buf)}, d.Members, false, d.Index, d.red, &evs[0]); err != nil {
 			return nil, err
 		}
 		return evs, nil
@@ -107,12 +107,12 @@ func (d *doc) audit() ([]cpid.AuditEvent, error) {
 
 // list decodes an EventList.
 func (d *doc) list() ([]cpid.AuditEvent, error) {
-	b := d.buf
+	b := d.Buf
 	var seen uint32
 	var items span
-	for i := range d.members {
-		m := &d.members[i]
-		idx := lookup(listFields, m.key(b))
+	for i := range d.Members {
+		m := &d.Members[i]
+		idx := lookup(listFields, m.Key(b))
 		if idx < 0 {
 			continue
 		}
@@ -121,25 +121,26 @@ func (d *doc) list() ([]cpid.AuditEvent, error) {
 		}
 		seen |= 1 << idx
 		if idx == 3 { // items
-			if b[m.valStart] != '[' && b[m.valStart] != 'n' {
+			if b[m.ValStart] != '[' && b[m.ValStart] != 'n' {
 				return nil, errors.New("items: want array")
 			}
-			items = span{m.valStart, m.valEnd}
+			items = m.Val()
 			continue
 		}
-		if err := check(b, m.valStart, m.valEnd, &listFields[idx], nil); err != nil {
+		if err := check(b, m.ValStart, m.ValEnd, &listFields[idx], nil); err != nil {
 			return nil, err
 		}
 	}
 	var evs []cpid.AuditEvent
-	if items.s == 0 || b[items.s] == 'n' {
+	if items.S == 0 || b[items.S] == 'n' {
 		return evs, nil
 	}
-	evs = make([]cpid.AuditEvent, count(b, items.s))
+	evs = make([]cpid.AuditEvent, jsonscan.Count(b, items.S))
 	ms := make([]member, 0, 24)
-	it := elems(b, items.s)
+	it := jsonscan.Elems(b, items.S)
 	for k := range evs {
-		s, e, _ := it.next()
+		el, _ := it.Next()
+		s, e := el.S, el.E
 		switch b[s] {
 		case '{':
 		case 'n':
@@ -149,10 +150,10 @@ func (d *doc) list() ([]cpid.AuditEvent, error) {
 		}
 		ms = ms[:0]
 		var m member
-		for mi := members(b, s); mi.next(&m); {
+		for mi := jsonscan.Members(b, s); mi.Next(&m); {
 			ms = append(ms, m)
 		}
-		if err := decodeEvent(b, span{s, e}, ms, true, d.big, d.red, &evs[k]); err != nil {
+		if err := decodeEvent(b, span{S: s, E: e}, ms, true, d.Index, d.red, &evs[k]); err != nil {
 			return nil, fmt.Errorf("item %d: %w", k, err)
 		}
 	}
@@ -162,11 +163,6 @@ func (d *doc) list() ([]cpid.AuditEvent, error) {
 	}
 	return evs, nil
 }
-
-// span is a value's offsets in a compact buffer; the zero span is absent.
-type span struct{ s, e int }
-
-func (v span) ok() bool { return v.e > 0 }
 
 // Indexes of eventFields.
 const (
@@ -202,7 +198,7 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 	var seen uint32
 	for i := range ms {
 		m := &ms[i]
-		idx := lookup(eventFields, m.key(b))
+		idx := lookup(eventFields, m.Key(b))
 		if idx < 0 {
 			continue
 		}
@@ -210,11 +206,11 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 			return fmt.Errorf("duplicate field %q", eventFields[idx].name)
 		}
 		seen |= 1 << idx
-		if err := check(b, m.valStart, m.valEnd, &eventFields[idx], outs[idx]); err != nil {
+		if err := check(b, m.ValStart, m.ValEnd, &eventFields[idx], outs[idx]); err != nil {
 			return err
 		}
-		if b[m.valStart] != 'n' { // null leaves the field unset
-			v[idx] = span{m.valStart, m.valEnd}
+		if b[m.ValStart] != 'n' { // null leaves the field unset
+			v[idx] = m.Val()
 		}
 	}
 	kind, apiVersion := strOf(b, v[fKind]), strOf(b, v[fAPIVersion])
@@ -249,25 +245,25 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 	t.common(&ev.APIGroup, b, ref[4])
 	t.common(&ev.APIVersion, b, ref[5])
 	t.common(&ev.Subresource, b, ref[7])
-	if c := status[len(statusFields)-1]; c.ok() {
-		n, _ := parseInt(b[c.s:c.e], 32)
+	if c := status[len(statusFields)-1]; c.OK() {
+		n, _ := jsonscan.ParseInt(b[c.S:c.E], 32)
 		ev.Code = int(n)
 	}
-	if ips := v[fSourceIPs]; ips.ok() {
-		ev.SourceIPs = make([]string, count(b, ips.s))
-		it := elems(b, ips.s)
+	if ips := v[fSourceIPs]; ips.OK() {
+		ev.SourceIPs = make([]string, jsonscan.Count(b, ips.S))
+		it := jsonscan.Elems(b, ips.S)
 		for i := range ev.SourceIPs {
-			s, e, _ := it.next()
-			t.add(&ev.SourceIPs[i], b, span{s, e})
+			el, _ := it.Next()
+			t.add(&ev.SourceIPs[i], b, el)
 		}
 	}
 
 	req, resp := v[fRequestObject], v[fResponseObject]
 	var reqMeta, respMeta bodyMeta
-	if req.ok() {
+	if req.OK() {
 		reqMeta = readBody(b, req, x)
 	}
-	if resp.ok() {
+	if resp.OK() {
 		respMeta = readBody(b, resp, x)
 	}
 	t.add(&ev.Name, b, firstString(b, refName, respMeta.name))
@@ -277,17 +273,17 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 	// Scale or a Status answering a subresource has none, and a patch body
 	// has them only when it sets them.
 	switch {
-	case respMeta.annotations.ok():
+	case respMeta.annotations.OK():
 		t.add(&ev.CPID, b, respMeta.cpid)
 		t.setTail(b, respMeta.ancestors)
-	case reqMeta.annotations.ok():
+	case reqMeta.annotations.OK():
 		t.add(&ev.CPID, b, reqMeta.cpid)
 		t.setTail(b, reqMeta.ancestors)
 	}
 	switch {
-	case respMeta.ownerRefs.ok():
+	case respMeta.ownerRefs.OK():
 		ev.OwnerRefs = raw(b, respMeta.ownerRefs)
-	case reqMeta.ownerRefs.ok():
+	case reqMeta.ownerRefs.OK():
 		ev.OwnerRefs = raw(b, reqMeta.ownerRefs)
 	}
 	ev.CPIDAncestors = splitList(t.done())
@@ -312,12 +308,12 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 func eventHash(b []byte, obj span, bare, redacted bool, req, resp span, newReq, newResp []byte) [16]byte {
 	var h [16]byte
 	if !bare && !redacted {
-		sum := sha256.Sum256(b[obj.s:obj.e])
+		sum := sha256.Sum256(b[obj.S:obj.E])
 		copy(h[:], sum[:])
 		return h
 	}
 	d := sha256.New()
-	i := obj.s
+	i := obj.S
 	if bare {
 		d.Write([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1"`))
 		i++
@@ -330,29 +326,29 @@ func eventHash(b []byte, obj span, bare, redacted bool, req, resp span, newReq, 
 			at  span
 			new []byte
 		}{{req, newReq}, {resp, newResp}}
-		if resp.s < req.s {
+		if resp.S < req.S {
 			parts[0], parts[1] = parts[1], parts[0]
 		}
 		for _, p := range parts {
-			if !p.at.ok() {
+			if !p.at.OK() {
 				continue
 			}
-			d.Write(b[i:p.at.s])
+			d.Write(b[i:p.at.S])
 			if p.new == nil {
 				d.Write([]byte("null"))
 			} else {
 				d.Write(p.new)
 			}
-			i = p.at.e
+			i = p.at.E
 		}
 	}
-	d.Write(b[i:obj.e])
+	d.Write(b[i:obj.E])
 	copy(h[:], d.Sum(nil))
 	return h
 }
 
 func timeField(b []byte, v span, name string) (int64, error) {
-	if !v.ok() {
+	if !v.OK() {
 		return 0, nil
 	}
 	s := strOf(b, v)
@@ -369,18 +365,18 @@ func timeField(b []byte, v span, name string) (int64, error) {
 // raw returns the value at v as a RawMessage that cannot grow into its
 // neighbours, or nil when absent.
 func raw(b []byte, v span) json.RawMessage {
-	if !v.ok() {
+	if !v.OK() {
 		return nil
 	}
-	return b[v.s:v.e:v.e]
+	return b[v.S:v.E:v.E]
 }
 
-func isString(b []byte, v span) bool { return v.ok() && b[v.s] == '"' }
+func isString(b []byte, v span) bool { return v.OK() && b[v.S] == '"' }
 
 // firstString returns the first of vs that is a non-empty string.
 func firstString(b []byte, vs ...span) span {
 	for _, v := range vs {
-		if isString(b, v) && v.e-v.s > 2 {
+		if isString(b, v) && v.E-v.S > 2 {
 			return v
 		}
 	}
@@ -389,7 +385,7 @@ func firstString(b []byte, vs ...span) span {
 
 // strOf returns the contents of the string at v, unescaped.
 func strOf(b []byte, v span) []byte {
-	s, _ := strValue(b, v.s, v.e)
+	s, _ := jsonscan.String(b, v)
 	return s
 }
 
@@ -589,17 +585,17 @@ type bodyMeta struct {
 func readBody(b []byte, v span, x index) (m bodyMeta) {
 	var meta, ann, owners span
 	var mb member
-	for it := x.members(b, v.s); it.next(&mb); {
+	for it := x.Members(b, v.S); it.Next(&mb); {
 		if keyIs(b, &mb, "metadata") {
-			meta = span{mb.valStart, mb.valEnd}
+			meta = mb.Val()
 		}
 	}
-	if !meta.ok() {
+	if !meta.OK() {
 		return m
 	}
-	for it := x.members(b, meta.s); it.next(&mb); {
-		val := span{mb.valStart, mb.valEnd}
-		switch string(mb.key(b)) {
+	for it := x.Members(b, meta.S); it.Next(&mb); {
+		val := mb.Val()
+		switch string(mb.Key(b)) {
 		case "name":
 			m.name = val
 		case "uid":
@@ -612,23 +608,23 @@ func readBody(b []byte, v span, x index) (m bodyMeta) {
 			owners = val
 		}
 	}
-	if ann.ok() && b[ann.s] == '{' {
+	if ann.OK() && b[ann.S] == '{' {
 		m.annotations = ann
-		for it := x.members(b, ann.s); it.next(&mb); {
-			switch string(mb.key(b)) {
+		for it := x.Members(b, ann.S); it.Next(&mb); {
+			switch string(mb.Key(b)) {
 			case cpid.KeyCPID:
-				m.cpid = span{mb.valStart, mb.valEnd}
+				m.cpid = mb.Val()
 			case cpid.KeyAncestors:
-				m.ancestors = span{mb.valStart, mb.valEnd}
+				m.ancestors = mb.Val()
 			}
 		}
 	}
-	if owners.ok() && b[owners.s] == '[' {
+	if owners.OK() && b[owners.S] == '[' {
 		m.ownerRefs = owners
 	}
 	return m
 }
 
 func keyIs(b []byte, m *member, name string) bool {
-	return string(m.key(b)) == name
+	return string(m.Key(b)) == name
 }

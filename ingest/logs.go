@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest/jsonscan"
 )
 
 // DecodeLog decodes one structured log line of a controller into a
@@ -28,8 +29,8 @@ import (
 // Invalid UTF-8 rejects the line. The result does not alias line.
 func DecodeLog(line []byte) (cpid.LogRecord, error) {
 	line = trimSpace(line)
-	d := getDoc()
-	defer d.release()
+	d := getDoc(nil)
+	defer d.Release()
 	if err := d.parse(line); err != nil {
 		return cpid.LogRecord{}, err
 	}
@@ -58,18 +59,18 @@ var logKeys = [nLogKeys]string{"ts", "time", "timestamp", "msg", "message", "lev
 
 func (d *doc) log() (cpid.LogRecord, error) {
 	var r cpid.LogRecord
-	if !d.own {
-		d.buf = bytes.Clone(d.buf)
-		d.own = true
+	if !d.Own {
+		d.Buf = bytes.Clone(d.Buf)
+		d.Own = true
 	}
-	b := d.buf
+	b := d.Buf
 	var v [nLogKeys]span
-	for i := range d.members {
-		m := &d.members[i]
-		k := m.key(b)
+	for i := range d.Members {
+		m := &d.Members[i]
+		k := m.Key(b)
 		for j := range logKeys {
 			if string(k) == logKeys[j] {
-				v[j] = span{m.valStart, m.valEnd}
+				v[j] = m.Val()
 				break
 			}
 		}
@@ -78,60 +79,60 @@ func (d *doc) log() (cpid.LogRecord, error) {
 	var ts span
 	var tsName string
 	for _, i := range []int{lTS, lTime, lTimestamp} {
-		if v[i].ok() {
+		if v[i].OK() {
 			ts, tsName = v[i], logKeys[i]
 			break
 		}
 	}
-	if !ts.ok() {
+	if !ts.OK() {
 		return r, errors.New("no time field")
 	}
 	var ok bool
-	switch b[ts.s] {
+	switch b[ts.S] {
 	case '"':
 		r.TimeNS, ok = parseTime(strOf(b, ts), true)
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		r.TimeNS, ok = epochNS(b[ts.s:ts.e])
+		r.TimeNS, ok = epochNS(b[ts.S:ts.E])
 	}
 	if !ok {
-		return r, fmt.Errorf("invalid time field %q: %.40s", tsName, b[ts.s:ts.e])
+		return r, fmt.Errorf("invalid time field %q: %.40s", tsName, b[ts.S:ts.E])
 	}
 
 	msg := v[lMsg]
-	if !msg.ok() {
+	if !msg.OK() {
 		msg = v[lMessage]
 	}
 	switch {
-	case !msg.ok():
+	case !msg.OK():
 		return r, errors.New("no msg field")
-	case b[msg.s] != '"':
+	case b[msg.S] != '"':
 		return r, errors.New("msg: want string")
 	}
 
 	var t strtab
 	t.add(&r.Msg, b, msg)
 	t.add(&r.CPID, b, v[lCPID])
-	klog := b[ts.s] != '"' && isString(b, v[lCaller])
+	klog := b[ts.S] != '"' && isString(b, v[lCaller])
 	r.Level = level(b, v[lLevel], v[lV], klog)
 	switch {
-	case firstString(b, v[lLogger]).ok():
+	case firstString(b, v[lLogger]).OK():
 		t.add(&r.Component, b, v[lLogger])
-	case firstString(b, v[lComponent]).ok():
+	case firstString(b, v[lComponent]).OK():
 		t.add(&r.Component, b, v[lComponent])
 	case isString(b, v[lCaller]):
 		// Drop the line number: "deployment/deployment_controller.go:123".
 		c := strOf(b, v[lCaller])
 		if i := bytes.LastIndexByte(c, ':'); i > 0 {
-			if _, ok := parseInt(c[i+1:], 64); ok {
+			if _, ok := jsonscan.ParseInt(c[i+1:], 64); ok {
 				c = c[:i]
 			}
 		}
 		t.addBytes(&r.Component, c)
-	case v[lSource].ok() && b[v[lSource].s] == '{':
+	case v[lSource].OK() && b[v[lSource].S] == '{':
 		var m member
-		for it := members(b, v[lSource].s); it.next(&m); {
+		for it := jsonscan.Members(b, v[lSource].S); it.Next(&m); {
 			if keyIs(b, &m, "file") {
-				t.add(&r.Component, b, span{m.valStart, m.valEnd})
+				t.add(&r.Component, b, m.Val())
 			}
 		}
 	}
@@ -144,7 +145,7 @@ func (d *doc) log() (cpid.LogRecord, error) {
 
 // level normalizes a level to info, warn, error, debug or "v=N".
 func level(b []byte, lv, v span, klog bool) string {
-	if !lv.ok() {
+	if !lv.OK() {
 		// klog's JSON format has no level: info lines carry their verbosity
 		// "v", error lines do not.
 		if n, ok := intValue(b, v); ok {
@@ -165,14 +166,14 @@ func level(b []byte, lv, v span, klog bool) string {
 		}
 		return strconv.FormatInt(n, 10)
 	}
-	s, ok := strValue(b, lv.s, lv.e)
+	s, ok := jsonscan.String(b, lv)
 	if !ok {
 		return ""
 	}
 	s = bytes.ToLower(s)
 	// zap writes levels below debug as "Level(-2)".
 	if bytes.HasPrefix(s, []byte("level(")) && bytes.HasSuffix(s, []byte(")")) {
-		if n, ok := parseInt(s[len("level("):len(s)-1], 64); ok && n < 0 {
+		if n, ok := jsonscan.ParseInt(s[len("level("):len(s)-1], 64); ok && n < 0 {
 			return verbosity(-n)
 		}
 	}
@@ -194,10 +195,10 @@ func verbosity(n int64) string {
 }
 
 func intValue(b []byte, v span) (int64, bool) {
-	if !v.ok() {
+	if !v.OK() {
 		return 0, false
 	}
-	return parseInt(b[v.s:v.e], 64)
+	return jsonscan.ParseInt(b[v.S:v.E], 64)
 }
 
 // epochNS converts a JSON number of seconds, milliseconds, microseconds or
@@ -247,7 +248,7 @@ func epochNS(lit []byte) (int64, bool) {
 		}
 	}
 	if i < len(lit) { // exponent
-		e, ok := parseInt(bytes.TrimPrefix(lit[i+1:], []byte("+")), 32)
+		e, ok := jsonscan.ParseInt(bytes.TrimPrefix(lit[i+1:], []byte("+")), 32)
 		if !ok {
 			return 0, false
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/cpid-dev/cpid/ingest/jsonscan"
 )
 
 // Rule names the members removed from the bodies of one kind of object
@@ -186,13 +188,13 @@ func (rd *Redaction) Body(resource, subresource, group string, body []byte) ([]b
 	}
 	// Validated, compacted and indexed as the one member of an object, as
 	// the decoder has every body.
-	d := getDoc()
-	defer d.release()
-	if err := d.parse(append(append([]byte(`{"b":`), body...), '}')); err != nil || len(d.members) != 1 {
+	d := getDoc(nil)
+	defer d.Release()
+	if err := d.parse(append(append([]byte(`{"b":`), body...), '}')); err != nil || len(d.Members) != 1 {
 		return body, false
 	}
-	m := d.members[0]
-	out, changed := rd.body(d.buf, span{m.valStart, m.valEnd}, d.big, resource, subresource, group)
+	m := d.Members[0]
+	out, changed := rd.body(d.Buf, m.Val(), d.Index, resource, subresource, group)
 	if !changed {
 		return body, false
 	}
@@ -202,7 +204,7 @@ func (rd *Redaction) Body(resource, subresource, group string, body []byte) ([]b
 // body is Body for the value b[v] of a decoded line whose large containers
 // are in x. The result aliases b when nothing was removed.
 func (rd *Redaction) body(b []byte, v span, x index, resource, subresource, group string) ([]byte, bool) {
-	if !v.ok() {
+	if !v.OK() {
 		return nil, false
 	}
 	var top []memberPath
@@ -211,7 +213,7 @@ func (rd *Redaction) body(b []byte, v span, x index, resource, subresource, grou
 			top = append(top, rd.rules[i].top...)
 		}
 	}
-	val := b[v.s:v.e:v.e]
+	val := b[v.S:v.E:v.E]
 	if top != nil && val[0] == '[' {
 		if len(val) > 2 {
 			return nil, true
@@ -222,7 +224,7 @@ func (rd *Redaction) body(b []byte, v span, x index, resource, subresource, grou
 		return val, false
 	}
 	w := walker{rd: rd, b: b, x: x}
-	out, changed := w.walk(make([]byte, 0, len(val)), v.s, v.e, top)
+	out, changed := w.walk(make([]byte, 0, len(val)), v.S, v.E, top)
 	if !changed {
 		return val, false
 	}
@@ -265,7 +267,7 @@ func (w *walker) walk(dst []byte, s, e int, pending []memberPath) ([]byte, bool)
 		changed := false
 		dst = append(dst, '[')
 		for i, first := s+1, true; b[i] != ']'; first = false {
-			end := w.x.skip(b, i)
+			end := w.x.Skip(b, i)
 			if !first {
 				dst = append(dst, ',')
 			}
@@ -292,14 +294,14 @@ func (w *walker) object(dst []byte, s, e int, pending []memberPath) ([]byte, boo
 	paths := pending
 	var kinds, versions [][]byte
 	var m member
-	for it := w.x.members(b, s); it.next(&m); {
-		switch string(m.key(b)) {
+	for it := w.x.Members(b, s); it.Next(&m); {
+		switch string(m.Key(b)) {
 		case "kind":
-			if v, ok := strValue(b, m.valStart, m.valEnd); ok {
+			if v, ok := jsonscan.String(b, m.Val()); ok {
 				kinds = append(kinds, v)
 			}
 		case "apiVersion":
-			if v, ok := strValue(b, m.valStart, m.valEnd); ok {
+			if v, ok := jsonscan.String(b, m.Val()); ok {
 				versions = append(versions, v)
 			}
 		}
@@ -314,8 +316,8 @@ func (w *walker) object(dst []byte, s, e int, pending []memberPath) ([]byte, boo
 	dst = append(dst, '{')
 	var tails []memberPath
 members:
-	for it := w.x.members(b, s); it.next(&m); {
-		key := m.key(b)
+	for it := w.x.Members(b, s); it.Next(&m); {
+		key := m.Key(b)
 		tails = tails[:0]
 		for _, p := range paths {
 			if bytes.EqualFold([]byte(p[0]), key) {
@@ -329,14 +331,14 @@ members:
 		if len(dst) > open+1 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, b[m.start:m.valStart]...)
+		dst = append(dst, b[m.Start:m.ValStart]...)
 		var c bool
-		if b[m.valStart] == '"' && bytes.EqualFold(key, []byte(lastApplied)) {
+		if b[m.ValStart] == '"' && bytes.EqualFold(key, []byte(lastApplied)) {
 			var nv []byte
-			nv, c = w.rd.embedded(b[m.valStart:m.valEnd])
+			nv, c = w.rd.embedded(b[m.ValStart:m.ValEnd])
 			dst = append(dst, nv...)
 		} else {
-			dst, c = w.walk(dst, m.valStart, m.valEnd, tails)
+			dst, c = w.walk(dst, m.ValStart, m.ValEnd, tails)
 		}
 		changed = changed || c
 	}
@@ -363,17 +365,17 @@ func (r *Rule) anyKind(kinds, versions [][]byte) bool {
 // holds, and returns the string again (re-encoded only when changed). A
 // string that is not a JSON object is treated as any other string.
 func (rd *Redaction) embedded(raw []byte) ([]byte, bool) {
-	s, _ := strValue(raw, 0, len(raw))
-	d := getDoc()
-	defer d.release()
+	s, _ := jsonscan.String(raw, span{S: 0, E: len(raw)})
+	d := getDoc(nil)
+	defer d.Release()
 	if d.parse(trimSpace(s)) != nil {
 		if out, ok := redactString(raw); ok {
 			return out, true
 		}
 		return raw, false
 	}
-	w := walker{rd: rd, b: d.buf, x: d.big}
-	out, changed := w.walk(nil, 0, len(d.buf), nil)
+	w := walker{rd: rd, b: d.Buf, x: d.Index}
+	out, changed := w.walk(nil, 0, len(d.Buf), nil)
 	if !changed {
 		return raw, false
 	}
@@ -395,7 +397,7 @@ func redactString(raw []byte) (out []byte, ok bool) {
 		!bytes.Contains(raw, []byte(`\u`)) {
 		return nil, false
 	}
-	s, _ := strValue(raw, 0, len(raw))
+	s, _ := jsonscan.String(raw, span{S: 0, E: len(raw)})
 	if t := bytes.TrimSpace(s); bytes.HasPrefix(t, []byte(pemBase64)) && pemKey.Match(base64Prefix(t)) {
 		return quote(redactedValue), true
 	}

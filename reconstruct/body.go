@@ -3,377 +3,275 @@ package reconstruct
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
-	"unicode/utf8"
+	"errors"
+
+	"github.com/cpid-dev/cpid/ingest/jsonscan"
 )
 
 // decodeBody decodes the fields of body from an object's JSON: the result
-// of json.Unmarshal into a body, nil when that fails. It validates the
-// document (json.Valid), then walks only the members the engine reads,
-// which is several times faster than decoding through reflection; on
-// anything unusual (an escaped key, a value of an unexpected type) it
-// leaves the whole document to encoding/json, so the result is always the
-// same as encoding/json's.
+// of json.Unmarshal into a body, nil when that fails. The document is
+// validated by the reader ingest uses (jsonscan), then only the members
+// the engine reads are walked, which is several times faster than decoding
+// through reflection. What the walk does not do itself it leaves to
+// encoding/json, so the result is always encoding/json's: invalid UTF-8
+// (encoding/json replaces it, jsonscan refuses it), a value of an
+// unexpected type, a label given as null, an array given twice.
 func decodeBody(b []byte) *body {
-	if !json.Valid(b) {
-		return nil
+	d := jsonscan.Get()
+	defer d.Release()
+	if err := d.Parse(b); err != nil {
+		if errors.Is(err, jsonscan.ErrUTF8) {
+			return unmarshalBody(b)
+		}
+		return nil // not JSON: encoding/json refuses it too
 	}
 	var out body
-	w := walker{b: b, ok: true}
-	if w.walkBody(&out); w.ok {
-		return &out
+	r := reader{b: d.Buf, x: d.Index, ok: true}
+	switch d.Buf[0] {
+	case 'n': // null leaves everything unset
+	case '{':
+		r.body(&out, d.Members)
+	default:
+		r.ok = false
 	}
-	out = body{}
+	if !r.ok {
+		return unmarshalBody(b)
+	}
+	return &out
+}
+
+// unmarshalBody is decodeBody through encoding/json.
+func unmarshalBody(b []byte) *body {
+	var out body
 	if json.Unmarshal(b, &out) != nil {
 		return nil
 	}
 	return &out
 }
 
-// walker reads valid JSON; ok turns false when it meets something it
-// leaves to encoding/json.
-type walker struct {
+// reader reads the body fields out of a document jsonscan accepted; ok
+// turns false when it meets something it leaves to encoding/json.
+type reader struct {
 	b  []byte
-	i  int
+	x  jsonscan.Index
 	ok bool
 }
 
-func (w *walker) ws() {
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
-		case ' ', '\t', '\n', '\r':
-			w.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the first byte of the next value, 0 at the end.
-func (w *walker) peek() byte {
-	w.ws()
-	if w.i >= len(w.b) {
-		w.ok = false
-		return 0
-	}
-	return w.b[w.i]
-}
-
-// null consumes a null and reports whether there was one.
-func (w *walker) null() bool {
-	if w.peek() == 'n' {
-		w.i += len("null")
-		return true
-	}
-	return false
-}
-
-// rawString returns the contents of the string at w.i and moves past it.
-func (w *walker) rawString() []byte {
-	start := w.i + 1
-	for i := start; i < len(w.b); {
-		j := bytes.IndexByte(w.b[i:], '"')
-		if j < 0 {
-			break
-		}
-		i += j
-		n := 0 // backslashes before the quote: an odd count escapes it
-		for k := i - 1; k >= start && w.b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			w.i = i + 1
-			return w.b[start:i]
-		}
-		i++
-	}
-	w.ok = false
-	return nil
-}
-
-// skip moves past the value at w.i.
-func (w *walker) skip() {
-	switch w.peek() {
-	case '"':
-		w.rawString()
-	case '{', '[':
-		depth := 0
-		for w.i < len(w.b) {
-			switch w.b[w.i] {
-			case '"':
-				if w.rawString(); !w.ok {
-					return
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					w.i++
-					return
-				}
-			}
-			w.i++
-		}
-		w.ok = false
-	default:
-		for w.i < len(w.b) && strings.IndexByte(",}] \t\n\r", w.b[w.i]) < 0 {
-			w.i++
-		}
-	}
-}
+// is matches a key to a field name as encoding/json does: exactly, or
+// without regard to case (the body's field names differ in more than case).
+func is(key []byte, name string) bool { return bytes.EqualFold(key, []byte(name)) }
 
 // str decodes a string value into *dst; null leaves it as it is, as
 // encoding/json does.
-func (w *walker) str(dst *string) {
-	if w.null() {
-		return
-	}
-	if w.peek() != '"' {
-		w.ok = false
-		return
-	}
-	raw := w.rawString()
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		*dst = string(raw)
-		return
-	}
-	// Escapes and invalid UTF-8: encoding/json's own rules.
-	if json.Unmarshal(w.b[w.i-len(raw)-2:w.i], dst) != nil {
-		w.ok = false
+func (r *reader) str(dst *string, v jsonscan.Span) {
+	switch r.b[v.S] {
+	case 'n':
+	case '"':
+		s, _ := jsonscan.String(r.b, v)
+		*dst = string(s)
+	default:
+		r.ok = false
 	}
 }
 
-// object calls member for each member of the object at w.i with its key;
-// member consumes the value (or calls skip). A null is an empty object.
-func (w *walker) object(member func(key []byte)) {
-	if w.null() {
-		return
+// members returns an iterator over the object at v: nothing for null, as
+// encoding/json leaves a struct alone for null, and nothing with ok false
+// for another type.
+func (r *reader) members(v jsonscan.Span) jsonscan.ObjIter {
+	if c := r.b[v.S]; c != '{' && c != 'n' {
+		r.ok = false
 	}
-	if w.peek() != '{' {
-		w.ok = false
-		return
-	}
-	w.i++
-	for w.ok {
-		switch w.peek() {
-		case '}':
-			w.i++
-			return
-		case ',':
-			w.i++
-			continue
-		case '"':
-		default:
-			w.ok = false
-			return
-		}
-		key := w.rawString()
-		if !w.ok || bytes.IndexByte(key, '\\') >= 0 {
-			w.ok = false // encoding/json unescapes keys before matching
-			return
-		}
-		if w.peek() != ':' {
-			w.ok = false
-			return
-		}
-		w.i++
-		member(key)
-	}
+	return r.x.Members(r.b, v.S)
 }
 
-// array calls elem for each element of the array at w.i; elem consumes
-// it. It reports false for null (encoding/json sets the slice to nil).
-func (w *walker) array(elem func()) bool {
-	if w.null() {
-		return false
+// elems returns an iterator over the array at v and whether v is one (null
+// is not: encoding/json sets the slice to nil). A slice decoded twice keeps
+// the first array's elements under the second's, which is left to
+// encoding/json: set is whether the slice was already decoded.
+func (r *reader) elems(v jsonscan.Span, set bool) (jsonscan.ArrIter, bool) {
+	switch c := r.b[v.S]; {
+	case set:
+		r.ok = false
+	case c == 'n':
+		return jsonscan.ArrIter{}, false
+	case c != '[':
+		r.ok = false
 	}
-	if w.peek() != '[' {
-		w.ok = false
-		return false
+	if !r.ok {
+		return jsonscan.ArrIter{}, false
 	}
-	w.i++
-	for w.ok {
-		switch w.peek() {
-		case ']':
-			w.i++
-			return true
-		case ',':
-			w.i++
-		default:
-			elem()
-		}
-	}
-	return true
+	return r.x.Elems(r.b, v.S), true
 }
 
-// is matches a key to a field name as encoding/json does: exactly, or
-// without regard to case.
-func is(key []byte, name string) bool { return bytes.EqualFold(key, []byte(name)) }
-
-func (w *walker) walkBody(out *body) {
-	if w.null() {
-		return
-	}
-	w.object(func(k []byte) {
+func (r *reader) body(out *body, ms []jsonscan.Member) {
+	for i := range ms {
+		k, v := ms[i].Key(r.b), ms[i].Val()
 		switch {
 		case is(k, "metadata"):
-			w.object(func(k []byte) {
-				if !is(k, "labels") {
-					w.skip()
-					return
-				}
-				if w.null() {
-					out.Metadata.Labels = nil
-					return
-				}
-				if out.Metadata.Labels == nil && w.peek() == '{' {
-					out.Metadata.Labels = map[string]string{} // {} too
-				}
-				w.object(func(k []byte) {
-					var v string
-					if w.peek() != '"' {
-						w.ok = false // a null or another type: encoding/json's rules
-						return
-					}
-					w.str(&v)
-					out.Metadata.Labels[string(k)] = v
-				})
-			})
+			r.metadata(out, v)
 		case is(k, "spec"):
-			w.object(func(k []byte) {
-				if is(k, "nodeName") {
-					w.str(&out.Spec.NodeName)
-				} else {
-					w.skip()
+			var m jsonscan.Member
+			for it := r.members(v); it.Next(&m); {
+				if is(m.Key(r.b), "nodeName") {
+					r.str(&out.Spec.NodeName, m.Val())
 				}
-			})
+			}
 		case is(k, "status"):
-			w.object(func(k []byte) {
-				if !is(k, "conditions") {
-					w.skip()
-					return
+			var m jsonscan.Member
+			for it := r.members(v); it.Next(&m); {
+				if is(m.Key(r.b), "conditions") {
+					out.Status.Conditions = r.conditions(m.Val(), out.Status.Conditions)
 				}
-				if out.Status.Conditions != nil {
-					w.ok = false // a second array decodes into the first's elements
-					return
-				}
-				if !w.array(func() {
-					out.Status.Conditions = append(out.Status.Conditions, condition{})
-					c := &out.Status.Conditions[len(out.Status.Conditions)-1]
-					w.object(func(k []byte) {
-						switch {
-						case is(k, "type"):
-							w.str(&c.Type)
-						case is(k, "lastTransitionTime"):
-							w.str(&c.LastTransitionTime)
-						default:
-							w.skip()
-						}
-					})
-				}) {
-					out.Status.Conditions = nil
-				} else if out.Status.Conditions == nil {
-					out.Status.Conditions = []condition{} // [] is empty, not nil
-				}
-			})
+			}
 		case is(k, "endpoints"):
-			if out.Endpoints != nil {
-				w.ok = false
-				return
-			}
-			if !w.array(func() {
-				out.Endpoints = append(out.Endpoints, endpoint{})
-				e := &out.Endpoints[len(out.Endpoints)-1]
-				w.object(func(k []byte) {
-					if is(k, "targetRef") {
-						w.targetRef(&e.TargetRef)
-					} else {
-						w.skip()
-					}
-				})
-			}) {
-				out.Endpoints = nil
-			} else if out.Endpoints == nil {
-				out.Endpoints = []endpoint{}
-			}
+			out.Endpoints = r.endpoints(v, out.Endpoints)
 		case is(k, "subsets"):
-			if out.Subsets != nil {
-				w.ok = false
-				return
-			}
-			if !w.array(func() {
-				out.Subsets = append(out.Subsets, subset{})
-				s := &out.Subsets[len(out.Subsets)-1]
-				w.object(func(k []byte) {
-					switch {
-					case is(k, "addresses"):
-						s.Addresses = w.addresses(s.Addresses)
-					case is(k, "notReadyAddresses"):
-						s.NotReadyAddresses = w.addresses(s.NotReadyAddresses)
-					default:
-						w.skip()
-					}
-				})
-			}) {
-				out.Subsets = nil
-			} else if out.Subsets == nil {
-				out.Subsets = []subset{}
-			}
-		default:
-			w.skip()
+			out.Subsets = r.subsets(v, out.Subsets)
 		}
-	})
-	if w.ws(); w.i != len(w.b) {
-		w.ok = false
+		if !r.ok {
+			return
+		}
 	}
 }
 
-func (w *walker) addresses(as []address) []address {
-	if as != nil {
-		w.ok = false
-		return as
-	}
-	if !w.array(func() {
-		as = append(as, address{})
-		a := &as[len(as)-1]
-		w.object(func(k []byte) {
-			if is(k, "TargetRef") {
-				w.targetRef(&a.TargetRef)
-			} else {
-				w.skip()
+func (r *reader) metadata(out *body, v jsonscan.Span) {
+	var m jsonscan.Member
+	for it := r.members(v); it.Next(&m); {
+		if !is(m.Key(r.b), "labels") {
+			continue
+		}
+		lv := m.Val()
+		switch r.b[lv.S] {
+		case 'n':
+			out.Metadata.Labels = nil
+			continue
+		case '{':
+		default:
+			r.ok = false
+			return
+		}
+		if out.Metadata.Labels == nil {
+			out.Metadata.Labels = map[string]string{} // {} too
+		}
+		var l jsonscan.Member
+		for it := r.x.Members(r.b, lv.S); it.Next(&l); {
+			if r.b[l.ValStart] != '"' {
+				r.ok = false // a null or another type: encoding/json's rules
+				return
 			}
-		})
-	}) {
+			s, _ := jsonscan.String(r.b, l.Val())
+			out.Metadata.Labels[string(l.Key(r.b))] = string(s)
+		}
+	}
+}
+
+func (r *reader) conditions(v jsonscan.Span, cs []condition) []condition {
+	it, ok := r.elems(v, cs != nil)
+	if !ok {
 		return nil
 	}
-	if as == nil {
-		as = []address{}
+	cs = []condition{} // [] is empty, not nil
+	for e, more := it.Next(); more; e, more = it.Next() {
+		cs = append(cs, condition{})
+		c := &cs[len(cs)-1]
+		var m jsonscan.Member
+		for it := r.members(e); it.Next(&m); {
+			switch k := m.Key(r.b); {
+			case is(k, "type"):
+				r.str(&c.Type, m.Val())
+			case is(k, "lastTransitionTime"):
+				r.str(&c.LastTransitionTime, m.Val())
+			}
+		}
+	}
+	return cs
+}
+
+func (r *reader) endpoints(v jsonscan.Span, es []endpoint) []endpoint {
+	it, ok := r.elems(v, es != nil)
+	if !ok {
+		return nil
+	}
+	es = []endpoint{}
+	for e, more := it.Next(); more; e, more = it.Next() {
+		es = append(es, endpoint{})
+		ep := &es[len(es)-1]
+		var m jsonscan.Member
+		for it := r.members(e); it.Next(&m); {
+			if is(m.Key(r.b), "targetRef") {
+				r.targetRef(&ep.TargetRef, m.Val())
+			}
+		}
+	}
+	return es
+}
+
+func (r *reader) subsets(v jsonscan.Span, ss []subset) []subset {
+	it, ok := r.elems(v, ss != nil)
+	if !ok {
+		return nil
+	}
+	ss = []subset{}
+	for e, more := it.Next(); more; e, more = it.Next() {
+		ss = append(ss, subset{})
+		s := &ss[len(ss)-1]
+		var m jsonscan.Member
+		for it := r.members(e); it.Next(&m); {
+			switch k := m.Key(r.b); {
+			case is(k, "addresses"):
+				s.Addresses = r.addresses(m.Val(), s.Addresses)
+			case is(k, "notReadyAddresses"):
+				s.NotReadyAddresses = r.addresses(m.Val(), s.NotReadyAddresses)
+			}
+		}
+	}
+	return ss
+}
+
+func (r *reader) addresses(v jsonscan.Span, as []address) []address {
+	it, ok := r.elems(v, as != nil)
+	if !ok {
+		return nil
+	}
+	as = []address{}
+	for e, more := it.Next(); more; e, more = it.Next() {
+		as = append(as, address{})
+		a := &as[len(as)-1]
+		var m jsonscan.Member
+		for it := r.members(e); it.Next(&m); {
+			if is(m.Key(r.b), "TargetRef") {
+				r.targetRef(&a.TargetRef, m.Val())
+			}
+		}
 	}
 	return as
 }
 
 // targetRef decodes into *t as encoding/json decodes into a pointer: null
 // sets it to nil, an object fills the one there or a new one.
-func (w *walker) targetRef(t **targetRef) {
-	if w.null() {
+func (r *reader) targetRef(t **targetRef, v jsonscan.Span) {
+	switch r.b[v.S] {
+	case 'n':
 		*t = nil
+		return
+	case '{':
+	default:
+		r.ok = false
 		return
 	}
 	if *t == nil {
 		*t = &targetRef{}
 	}
-	r := *t
-	w.object(func(k []byte) {
-		switch {
+	tr := *t
+	var m jsonscan.Member
+	for it := r.x.Members(r.b, v.S); it.Next(&m); {
+		switch k := m.Key(r.b); {
 		case is(k, "kind"):
-			w.str(&r.Kind)
+			r.str(&tr.Kind, m.Val())
 		case is(k, "namespace"):
-			w.str(&r.Namespace)
+			r.str(&tr.Namespace, m.Val())
 		case is(k, "name"):
-			w.str(&r.Name)
-		default:
-			w.skip()
+			r.str(&tr.Name, m.Val())
 		}
-	})
+	}
 }

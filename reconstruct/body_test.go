@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/ingest/jsonscan"
 )
 
 // fixtureBodies returns the response bodies of the real fixtures' writes
@@ -56,7 +57,20 @@ func reference(b []byte) *body {
 	return &out
 }
 
-// TestDecodeBodyMatchesEncodingJSON: the walker gives what encoding/json
+// walks reports whether decodeBody reads b itself, without encoding/json.
+func walks(b []byte) bool {
+	d := jsonscan.Get()
+	defer d.Release()
+	if d.Parse(b) != nil || !d.Object() {
+		return false
+	}
+	r := reader{b: d.Buf, x: d.Index, ok: true}
+	var out body
+	r.body(&out, d.Members)
+	return r.ok
+}
+
+// TestDecodeBodyMatchesEncodingJSON: decodeBody gives what encoding/json
 // gives, on every Pod, Node, EndpointSlice and Endpoints body of the real
 // fixtures, on hand-written edge cases, and on random mutations of the
 // real bodies (most of them invalid JSON, some valid in odd ways).
@@ -78,14 +92,12 @@ func TestDecodeBodyMatchesEncodingJSON(t *testing.T) {
 			continue // failed writes: encoding/json refuses them too
 		}
 		objects++
-		w := walker{b: b, ok: true}
-		var out body
-		if w.walkBody(&out); w.ok {
+		if walks(b) {
 			walked++
 		}
 	}
 	if walked != objects {
-		t.Errorf("the walker read %d of %d real object bodies itself", walked, objects)
+		t.Errorf("decodeBody read %d of %d real object bodies itself", walked, objects)
 	}
 	for _, s := range []string{
 		`null`, `[]`, `{}`, `{"spec":null}`, `{"spec":{"nodeName":null}}`, `{"spec":{"nodeName":7}}`,
@@ -101,6 +113,18 @@ func TestDecodeBodyMatchesEncodingJSON(t *testing.T) {
 		`{"spec":{"nodeName":"caf\u00e9\ud83d"}}`, "{\"spec\":{\"nodeName\":\"\xff\"}}", `{"spec":{"node\u004eame":"n"}}`,
 		` { "spec" : { "nodeName" : "n" } } `, `{"spec":{"nodeName":"n"}} x`, `{"spec":{"nodeName":"n"}`,
 		`{"status":{"conditions":{"type":"x"}}}`, `{"endpoints":"x"}`, `{"metadata":[]}`,
+		// Hostile: deep nesting, huge numbers, keys that fold (Kelvin sign,
+		// long s), escaped and duplicated keys, invalid UTF-8 in keys.
+		`{"spec":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`,
+		`{"spec":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}`,
+		`{"spec":{"nodeName":1e99999},"x":123456789012345678901234567890}`, `{"x":-0.0e-999}`,
+		`{"\u017fpec":{"nodeName":"n"}}`, "{\"\u017fpec\":{\"nodeName\":\"n\"}}",
+		`{"endpoints":[{"targetRef":{"\u212aind":"Pod","name":"p"}}]}`,
+		`{"SPEC":{"nodename":"a"},"spec":{"NodeName":"b"}}`, `{"spec":{"nodeName":"a","nodeName":null}}`,
+		`{"metadata":{"labels":{"a\"b":"\ud83d\ude00","a\u0022b":"2"}}}`,
+		"{\"metadata\":{\"labels\":{\"\xff\":\"1\"}}}", `{"metadata":{"labels":{"a":1e400}}}`,
+		`{"endpoints":[{"targetRef":{"kind":"Pod"}}],"Endpoints":[]}`, `{"subsets":[null,{"addresses":null}]}`,
+		`{"status":{"conditions":[{"type":"A"}]},"status":null}`, `{"metadata":{"labels":{"a":"1"},"labels":null}}`,
 	} {
 		check([]byte(s))
 	}
@@ -120,15 +144,11 @@ func TestDecodeBodyMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		check(b)
-		// The walker alone, on what json.Valid would refuse: it must
-		// neither panic nor loop.
-		w := walker{b: b, ok: true}
-		var out body
-		w.walkBody(&out)
 	}
 }
 
-// BenchmarkDecodeBody: the walker against encoding/json, on the real bodies.
+// BenchmarkDecodeBody: decodeBody (jsonscan) against encoding/json, on the
+// real bodies.
 func BenchmarkDecodeBody(b *testing.B) {
 	var bodies [][]byte
 	for _, x := range fixtureBodies(&testing.T{}) {
@@ -143,7 +163,7 @@ func BenchmarkDecodeBody(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		fn   func([]byte) *body
-	}{{"walker", decodeBody}, {"encoding-json", reference}} {
+	}{{"jsonscan", decodeBody}, {"encoding-json", reference}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(size))
 			for b.Loop() {
@@ -153,4 +173,23 @@ func BenchmarkDecodeBody(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeBody: decodeBody gives what encoding/json gives, or both
+// refuse. The corpus (testdata/fuzz) starts from real bodies.
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range []string{
+		`{"spec":{"node\u004eame":"n"}}`, `{"SPEC":{"nodename":"a"},"spec":{"NodeName":"b"}}`,
+		`{"metadata":{"labels":{"a":null}}}`, `{"endpoints":[{"targetRef":{"\u212aind":"Pod","name":"p"}}]}`,
+		`{"subsets":[{"addresses":[{"targetRef":{"kind":"Pod","name":"a"}}],"notReadyAddresses":[]}]}`,
+		`{"status":{"conditions":[{"type":"A"}]},"status":{"conditions":[{"type":"B"}]}}`,
+		"{\"spec\":{\"nodeName\":\"\xff\"}}", `{"spec":{"nodeName":1e400}}`, ` null `, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := decodeBody(b), reference(b); !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeBody(%q)\n got %+v\nwant %+v", b, got, want)
+		}
+	})
 }
