@@ -1,7 +1,8 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests, from the
 // binaries of the Debian postgresql package: initdb in a temporary
 // directory, a server on a unix socket there, stopped and removed at the
-// end. Tests import it; nothing else does, so it never ships in a binary.
+// end. Tests and cmd/tailbench import it; cpid-tui never does, so it never
+// ships in the product's binary.
 //
 // PostgreSQL refuses to run as root, and CI runs as root: then the server
 // runs as the unprivileged user "postgres" (the package creates it), or
@@ -67,12 +68,8 @@ func NewDatabase(tb testing.TB) string {
 	}
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, shared.base)
+	dsn, err := shared.CreateDatabase(ctx, name)
 	if err != nil {
-		tb.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE DATABASE `+name); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
@@ -83,7 +80,7 @@ func NewDatabase(tb testing.TB) string {
 		defer conn.Close(ctx)
 		conn.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
 	})
-	return shared.DSN(name)
+	return dsn
 }
 
 var errNotInstalled = errors.New("no PostgreSQL server binaries (install the Debian package postgresql)")
@@ -110,8 +107,10 @@ func bindir() (string, error) {
 	return "", errNotInstalled
 }
 
-// Start starts a server in a new temporary directory.
-func Start() (*Server, error) {
+// Start starts a server in a new temporary directory. The tests' server
+// does not fsync; settings ("fsync=on") are passed to it after the
+// defaults, so they override them.
+func Start(settings ...string) (*Server, error) {
 	bin, err := bindir()
 	if err != nil {
 		return nil, err
@@ -142,6 +141,9 @@ func Start() (*Server, error) {
 	defer logf.Close()
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
+	for _, kv := range settings {
+		s.cmd.Args = append(s.cmd.Args, "-c", kv)
+	}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
@@ -187,6 +189,34 @@ func credential(dir string) (*syscall.Credential, error) {
 		return nil, err
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// CreateDatabase creates database name and returns its DSN.
+func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, s.base)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", err
+	}
+	return s.DSN(name), nil
+}
+
+// Version is the server's version, as SHOW server_version says it.
+func (s *Server) Version() string {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.base)
+	if err != nil {
+		return "?"
+	}
+	defer conn.Close(ctx)
+	var v string
+	if conn.QueryRow(ctx, `SHOW server_version`).Scan(&v) != nil {
+		return "?"
+	}
+	return v
 }
 
 // DSN is the connection string of database db.

@@ -1,0 +1,433 @@
+// Command tailbench measures the live tailer: its sustained throughput while
+// a writer rotates the audit log as kube-apiserver does (lumberjack, gzip'd
+// backups), and the lag from each event's stageTimestamp to the commit of
+// its batch at fixed write rates. Events are templated from a real bundle.
+// With -fleet N it measures a fleet as well: N clusters, each with its own
+// writer and tailer, into one PostgreSQL database at once, beside one
+// cluster into SQLite at the same total rate.
+//
+//	go run ./cmd/tailbench -rates 1000,10000 -duration 20s fixtures/basic/bundle
+//	go run ./cmd/tailbench -fleet 4 -fleet-rates 1000,2500 fixtures/basic/bundle
+//
+// It prints Markdown sections for docs/BENCHMARKS.md. The PostgreSQL server
+// is a throwaway one (postgres/pgtest) started with fsync on.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/postgres"
+	"github.com/cpid-dev/cpid/postgres/pgtest"
+	"github.com/cpid-dev/cpid/reconstruct"
+	"github.com/cpid-dev/cpid/sqlite"
+)
+
+// pgSettings make the benchmark's server durable like a production one;
+// synchronous_commit=off matches SQLite's synchronous=NORMAL in WAL mode
+// (a commit is not flushed before it returns; a crash loses the last
+// commits, never consistency).
+var pgSettings = []string{"fsync=on", "full_page_writes=on", "synchronous_commit=off"}
+
+func main() {
+	rates := flag.String("rates", "1000,10000", "write rates to measure the lag at, events/s")
+	dur := flag.Duration("duration", 20*time.Second, "how long each rate is written")
+	events := flag.Int("events", 200000, "events written as fast as possible for the throughput")
+	maxSize := flag.Int("maxsize", 10, "lumberjack MaxSize in MB (kube-apiserver --audit-log-maxsize)")
+	recon := flag.Duration("reconstruct-every", 10*time.Second, "the tailer's reconstruct interval (0: never), as `cpid-tui tail --reconstruct-every`")
+	fleet := flag.Int("fleet", 0, "also measure this many clusters tailing into one PostgreSQL database (0: not)")
+	fleetRates := flag.String("fleet-rates", "1000,2500", "with -fleet: write rates per cluster, events/s")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: tailbench [flags] BUNDLE_DIR\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon}
+	err := b.single(*rates)
+	if err == nil && *fleet > 0 {
+		err = b.fleet(*fleet, *fleetRates)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tailbench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is what every measurement shares.
+type bench struct {
+	bundle  string
+	dur     time.Duration
+	events  int
+	maxSize int
+	recon   time.Duration
+	ts      [][]byte
+}
+
+// single measures one cluster into SQLite, as fast as possible and at each
+// rate.
+func (b *bench) single(rateList string) error {
+	var err error
+	if b.ts, err = templates(b.bundle); err != nil {
+		return err
+	}
+	rates, err := parseRates(rateList)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("## Live tail\n\n")
+	fmt.Printf("`go run ./cmd/tailbench -rates %s -duration %s -events %d -maxsize %d -reconstruct-every %s %s`:\n",
+		rateList, b.dur, b.events, b.maxSize, b.recon, b.bundle)
+	fmt.Printf("an in-process `ingest.Tailer` (as `cpid-tui tail` runs it, reconstructing every %s) follows an audit log that a\n", b.recon)
+	fmt.Printf("lumberjack writer rotates every %d MB with gzip'd backups; events are the real fixture's, with fresh\n", b.maxSize)
+	fmt.Printf("auditIDs and a stageTimestamp set when written. Lag is from that timestamp to the commit of the\n")
+	fmt.Printf("event's batch. GOMAXPROCS=%d.\n\n", runtime.GOMAXPROCS(0))
+	fmt.Printf("| write rate | events | duration | committed/s | lag p50 | lag p99 | lag max |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	res, err := b.measure(sqliteTarget, 1, 0, b.events)
+	if err != nil {
+		return err
+	}
+	res.print("as fast as possible")
+	for _, rate := range rates {
+		res, err := b.measure(sqliteTarget, 1, rate, int(b.dur.Seconds()*float64(rate)))
+		if err != nil {
+			return err
+		}
+		res.print(fmt.Sprintf("%d/s", rate))
+	}
+	return nil
+}
+
+// fleet measures n clusters into one PostgreSQL database beside one
+// cluster into SQLite at the same total rate.
+func (b *bench) fleet(n int, rateList string) error {
+	rates, err := parseRates(rateList)
+	if err != nil {
+		return err
+	}
+	srv, err := pgtest.Start(pgSettings...)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	seq := 0
+	pg := target{name: "PostgreSQL", open: func(ctx context.Context, dir string) (*cpidStore, error) {
+		seq++
+		dsn, err := srv.CreateDatabase(ctx, fmt.Sprintf("fleet%d", seq))
+		if err != nil {
+			return nil, err
+		}
+		st, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		return &cpidStore{view: func(c string) store { return st.InCluster(c) }, close: st.Close}, nil
+	}}
+	fmt.Printf("\n## A fleet into one PostgreSQL\n\n")
+	fmt.Printf("`go run ./cmd/tailbench -fleet %d -fleet-rates %s -duration %s -events %d -maxsize %d -reconstruct-every %s %s`:\n",
+		n, rateList, b.dur, b.events, b.maxSize, b.recon, b.bundle)
+	fmt.Printf("%d clusters, each with its own lumberjack writer and its own in-process tailer (`cpid-tui tail --cluster`,\n", n)
+	fmt.Printf("reconstructing every %s), all storing into one PostgreSQL %s database at once (a throwaway server\n", b.recon, srv.Version())
+	fmt.Printf("on this machine, on a unix socket, with %s); beside it, one cluster into SQLite at the same\n", strings.Join(pgSettings, ", "))
+	fmt.Printf("total rate. The writers, the tailers and the server share the %d cores. Lag as above.\n\n", runtime.NumCPU())
+	fmt.Printf("| target | clusters | write rate | events | duration | committed/s | lag p50 | lag p99 | lag max |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	row := func(t target, clusters, rate, events int) error {
+		res, err := b.measure(t, clusters, rate, events)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		label := "as fast as possible"
+		if rate > 0 {
+			label = fmt.Sprintf("%d/s", rate)
+			if clusters > 1 {
+				label = fmt.Sprintf("%d x %d/s", clusters, rate)
+			}
+		}
+		fmt.Printf("| %s | %d | %s |", t.name, clusters, label)
+		res.cells()
+		return nil
+	}
+	if err := row(pg, n, 0, b.events/n); err != nil {
+		return err
+	}
+	if err := row(sqliteTarget, 1, 0, b.events); err != nil {
+		return err
+	}
+	for _, rate := range rates {
+		if err := row(pg, n, rate, int(b.dur.Seconds()*float64(rate))); err != nil {
+			return err
+		}
+		if err := row(sqliteTarget, 1, n*rate, int(b.dur.Seconds()*float64(n*rate))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseRates(list string) ([]int, error) {
+	var out []int
+	for _, r := range strings.Split(list, ",") {
+		rate, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || rate <= 0 {
+			return nil, fmt.Errorf("rate %q: a positive number of events/s", r)
+		}
+		out = append(out, rate)
+	}
+	return out, nil
+}
+
+// store is what a tailer uses of an engine.
+type store interface {
+	cpid.RecordWriter
+	cpid.DerivedStore
+}
+
+// cpidStore is an open database of either engine.
+type cpidStore struct {
+	view  func(cluster string) store
+	close func() error
+}
+
+// target opens a new, empty database in dir.
+type target struct {
+	name string
+	open func(ctx context.Context, dir string) (*cpidStore, error)
+}
+
+var sqliteTarget = target{name: "SQLite", open: func(ctx context.Context, dir string) (*cpidStore, error) {
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "cpid.db"))
+	if err != nil {
+		return nil, err
+	}
+	return &cpidStore{view: func(c string) store { return st.InCluster(c) }, close: st.Close}, nil
+}}
+
+type result struct {
+	events  int
+	elapsed time.Duration
+	lags    []time.Duration
+}
+
+func (r result) print(label string) {
+	fmt.Printf("| %s |", label)
+	r.cells()
+}
+
+// cells prints events, duration, committed/s and the lag quantiles.
+func (r result) cells() {
+	slices.Sort(r.lags)
+	q := func(p float64) string {
+		if len(r.lags) == 0 {
+			return "-"
+		}
+		return r.lags[min(len(r.lags)-1, int(p*float64(len(r.lags))))].Round(100 * time.Microsecond).String()
+	}
+	fmt.Printf(" %d | %.1fs | %.0f | %s | %s | %s |\n", r.events, r.elapsed.Seconds(),
+		float64(r.events)/r.elapsed.Seconds(), q(0.50), q(0.99), q(1))
+}
+
+// lagSink stores batches and records each event's lag at commit; one sink
+// counts for every cluster of a measurement.
+type lagSink struct {
+	mu   sync.Mutex
+	lags []time.Duration
+	n    int
+	done chan struct{}
+	want int
+}
+
+// writer is the sink of one cluster's tailer.
+type writer struct {
+	st   store
+	sink *lagSink
+}
+
+func (w writer) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
+	res, err := w.st.Write(ctx, b)
+	if err != nil {
+		return res, err
+	}
+	now := time.Now().UnixNano()
+	s := w.sink
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range b.Audits {
+		s.lags = append(s.lags, time.Duration(now-b.Audits[i].StageNS))
+	}
+	s.n += res.Audits
+	if s.n >= s.want && s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
+	return res, nil
+}
+
+// measure writes n events per cluster at rate per second each (0: as fast
+// as possible) into a new database of t and returns when the tailers have
+// committed them all.
+func (b *bench) measure(t target, clusters, rate, n int) (result, error) {
+	dir, err := os.MkdirTemp("", "cpid-tailbench")
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := t.open(ctx, dir)
+	if err != nil {
+		return result{}, err
+	}
+	defer db.close()
+	sink := &lagSink{done: make(chan struct{}), want: n * clusters}
+	done := sink.done
+	tailErr := make(chan error, clusters)
+	for c := range clusters {
+		cdir := filepath.Join(dir, fmt.Sprintf("c%d", c))
+		if err := os.Mkdir(cdir, 0o755); err != nil {
+			return result{}, err
+		}
+		st := db.view(fmt.Sprintf("c%d", c))
+		tl := &ingest.Tailer{Sink: writer{st: st, sink: sink}, Paths: []string{filepath.Join(cdir, "audit.log")}}
+		if b.recon > 0 {
+			tl.ReconstructEvery = b.recon
+			tl.Reconstruct = func(ctx context.Context) error {
+				_, err := reconstruct.Run(ctx, st, reconstruct.Options{StepRows: reconstruct.LiveStepRows, Family: ingest.Family})
+				return err
+			}
+		}
+		go func() { tailErr <- tl.Run(ctx) }()
+	}
+	start := time.Now()
+	writeErr := make(chan error, clusters)
+	for c := range clusters {
+		go func() { writeErr <- b.write(filepath.Join(dir, fmt.Sprintf("c%d", c), "audit.log"), c*n, rate, n, start) }()
+	}
+	for range clusters {
+		if err := <-writeErr; err != nil {
+			return result{}, err
+		}
+	}
+	select {
+	case <-done:
+	case err := <-tailErr:
+		return result{}, fmt.Errorf("tailer stopped: %v", err)
+	case <-time.After(5*time.Minute + 2*b.dur):
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return result{}, fmt.Errorf("only %d of %d events committed", sink.n, n*clusters)
+	}
+	elapsed := time.Since(start)
+	cancel()
+	for range clusters {
+		if err := <-tailErr; err != nil {
+			return result{}, err
+		}
+	}
+	return result{events: n * clusters, elapsed: elapsed, lags: sink.lags}, nil
+}
+
+// write writes n events with auditIDs from first on to the log at path,
+// rotated by lumberjack, at rate per second from start (0: at once).
+func (b *bench) write(path string, first, rate, n int, start time.Time) error {
+	lj := &lumberjack.Logger{Filename: path, MaxSize: b.maxSize, Compress: true}
+	defer lj.Close()
+	var line []byte
+	write := func(i int) error {
+		line = render(line[:0], b.ts[i%len(b.ts)], first+i, time.Now())
+		_, err := lj.Write(line)
+		return err
+	}
+	if rate == 0 {
+		for i := range n {
+			if err := write(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Every millisecond, the events due by then.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	i := 0
+	for i < n {
+		now := <-tick.C
+		due := min(n, int(float64(now.Sub(start))/float64(time.Second)*float64(rate)))
+		for ; i < due; i++ {
+			if err := write(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var (
+	auditIDRe = regexp.MustCompile(`"auditID":"[^"]*"`)
+	stageRe   = regexp.MustCompile(`"stageTimestamp":"[^"]*"`)
+)
+
+// render is template t with auditID i and a stageTimestamp of at.
+func render(b, t []byte, i int, at time.Time) []byte {
+	l := auditIDRe.ReplaceAll(t, fmt.Appendf(nil, `"auditID":"00000000-0000-4000-8000-%012d"`, i))
+	l = stageRe.ReplaceAll(l, fmt.Appendf(nil, `"stageTimestamp":"%s"`, at.UTC().Format("2006-01-02T15:04:05.000000Z")))
+	b = append(b, l...)
+	return append(b, '\n')
+}
+
+// templates reads every audit line of the bundle's audit/ directory.
+func templates(bundle string) ([][]byte, error) {
+	files, err := filepath.Glob(filepath.Join(bundle, "audit", "*"))
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		var r io.Reader = fh
+		if strings.HasSuffix(f, ".gz") {
+			if r, err = gzip.NewReader(fh); err != nil {
+				fh.Close()
+				return nil, err
+			}
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			if l := bytes.TrimSpace(sc.Bytes()); len(l) > 0 {
+				out = append(out, bytes.Clone(l))
+			}
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no audit lines under %s/audit", bundle)
+	}
+	return out, nil
+}
