@@ -122,7 +122,8 @@ type targetRef struct {
 	Name      string `json:"name"`
 }
 
-// readsBody lists the kinds whose object bodies the engine reads.
+// readsBody lists the resources whose object after the write the rules and
+// the anomaly checks read (the fields of body); Run fetches no other body.
 var readsBody = map[string]bool{"pods": true, "nodes": true, "endpointslices": true, "endpoints": true}
 
 // Digest decodes the fields of e.Object the engine reads and hashes

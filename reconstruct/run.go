@@ -83,6 +83,18 @@ type Options struct {
 	Family func(path string) string
 }
 
+// bodiedList is readsBody as a sorted list: the scan fetches the object
+// after the write only for those resources (a Deployment's or a
+// ReplicaSet's body is not read, so it is not fetched).
+func bodiedList() []string {
+	out := make([]string, 0, len(readsBody))
+	for k := range readsBody {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ignoredList is Ignored as a sorted list.
 func ignoredList() []string {
 	out := make([]string, 0, len(Ignored))
@@ -92,11 +104,6 @@ func ignoredList() []string {
 	slices.Sort(out)
 	return out
 }
-
-// bodied lists the resources whose object after the write the rules and the
-// anomaly checks read (readBody, transitions): a Deployment's or a
-// ReplicaSet's body is not read, so it is not fetched.
-var bodied = []string{"pods", "nodes", "endpointslices", "endpoints"}
 
 // Run brings the derived rows of st up to date with what was ingested:
 // incrementally when it can, from scratch when it must.
@@ -184,7 +191,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if family == nil {
 		family = func(p string) string { return p }
 	}
-	snapshot, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: ignoredList(), Bodies: bodied},
+	snapshot, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: ignoredList(), Bodies: bodiedList()},
 		family, cutoff, opt.StepRows, func(ctx context.Context, d cpid.Derived) error {
 			res.count(&d)
 			return sv.save(ctx, &d)
