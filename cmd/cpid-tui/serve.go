@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -24,13 +27,17 @@ func init() {
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "serve", "[--db cpid.db] --listen ADDR --tls-cert FILE --tls-key FILE [--client-ca FILE] [--token-file FILE]", strings.TrimSpace(`
+	fs := newFlags(e, "serve", "[--db cpid.db] --listen ADDR --tls-cert FILE --tls-key FILE [--client-ca FILE [--allow-cn NAME]...] [--token-file FILE]", strings.TrimSpace(`
 Receives the audit events that kube-apiserver posts to its audit webhook
 backend (--audit-webhook-config-file, batch mode: audit.k8s.io/v1
 EventList) and stores them as 'cpid-tui ingest' would.
 
 Each batch is committed before the response: a 2xx means stored, and a
 batch posted again is skipped as duplicates, so each event is stored once.
+A bad event in a batch (invalid JSON inside it, nested too deep, a field of
+the wrong type) is skipped, counted in cpid_webhook_bad_lines_total and
+reported with its index; the others are stored and the answer is 2xx. Only
+a body that is not an EventList at all gets 400.
 kube-apiserver retries a failed post (refused connection, reset, timeout,
 any non-2xx answer) only within its backoff (--audit-webhook-initial-backoff,
 10s by default, x1.5, 5 attempts: about 80 s), then drops the batch; a full
@@ -38,38 +45,65 @@ buffer drops events too. For a history with no gap, also tail the audit log
 file into the same database (cpid-tui tail --audit-log): its events collapse
 with the webhook's (docs/LIVE.md).
 
-Authentication: --client-ca verifies client certificates, --token-file
-accepts "Authorization: Bearer TOKEN"; with either set, a request must pass
-one of them (401 otherwise). Without --tls-cert the listener is plain HTTP
-(for tests; the apiserver's kubeconfig may use http://).
+Authentication: --client-ca verifies client certificates (only those whose
+subject CN is given by --allow-cn, when given), --token-file accepts
+"Authorization: Bearer TOKEN"; with either set, a request must pass one of
+them (401 otherwise). Without --tls-cert the listener is plain HTTP.
+serve refuses to listen on an address other than loopback (127.0.0.1, ::1,
+localhost) without TLS and authentication, unless --insecure is given.
+
+Limits: a body larger than --max-body gets 413; the bodies being read and
+stored at once hold at most --body-budget bytes, and a request beyond it
+gets 503 with Retry-After: 1, which kube-apiserver retries. A request must
+be read within --read-timeout, an idle keep-alive connection is closed
+after --idle-timeout, and beyond --max-conns open connections a new one is
+closed at once (docs/SECURITY.md).
 
 /metrics (same listener and authentication) gives the counters and the lag
 histogram in the Prometheus text format. The webhook kubeconfig to give
 kube-apiserver is in docs/LIVE.md.
 
 Example:
-  cpid-tui serve --db cpid.db --listen :9443 --tls-cert tls.crt --tls-key tls.key --client-ca ca.crt`))
+  cpid-tui serve --db cpid.db --listen :9443 --tls-cert tls.crt --tls-key tls.key \
+    --client-ca ca.crt --allow-cn kube-apiserver`))
 	var db string
 	dbFlag(fs, &db)
 	listen := fs.String("listen", "127.0.0.1:9443", "address to listen on")
 	cert := fs.String("tls-cert", "", "server certificate (PEM); without it, plain HTTP")
 	key := fs.String("tls-key", "", "server private key (PEM)")
 	clientCA := fs.String("client-ca", "", "CA bundle (PEM) that verifies client certificates")
+	var allowCN stringList
+	fs.Var(&allowCN, "allow-cn", "accept a client certificate only with this subject common name (repeatable; default: any that --client-ca verifies)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token a client may send instead of a certificate")
+	insecure := fs.Bool("insecure", false, "allow listening on an address other than loopback without TLS or without authentication")
 	maxBody := fs.Int64("max-body", 64<<20, "largest request body accepted, in bytes (413 beyond)")
+	bodyBudget := fs.Int64("body-budget", 128<<20, "bytes of request bodies read and stored at once, over all requests (503 with Retry-After beyond); at least --max-body")
+	maxConns := fs.Int("max-conns", 256, "open connections; a new one beyond is closed at once")
+	readTimeout := fs.Duration("read-timeout", time.Minute, "time to read a request, headers and body")
+	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "time a keep-alive connection may wait for its next request")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	redaction := redactFlag(fs)
 	cluster := clusterFlag(fs, defaultCluster)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || (*cert == "") != (*key == "") || (*clientCA != "" && *cert == "") {
-		switch {
-		case (*cert == "") != (*key == ""):
-			fmt.Fprintln(e.stderr, "cpid-tui serve: --tls-cert and --tls-key go together")
-		case *clientCA != "" && *cert == "":
-			fmt.Fprintln(e.stderr, "cpid-tui serve: --client-ca needs TLS (--tls-cert, --tls-key)")
-		}
+	var bad string
+	switch {
+	case fs.NArg() > 0:
+		bad = "unexpected arguments"
+	case (*cert == "") != (*key == ""):
+		bad = "--tls-cert and --tls-key go together"
+	case *clientCA != "" && *cert == "":
+		bad = "--client-ca needs TLS (--tls-cert, --tls-key)"
+	case len(allowCN) > 0 && *clientCA == "":
+		bad = "--allow-cn needs --client-ca"
+	case *maxBody <= 0 || *bodyBudget < *maxBody:
+		bad = "--body-budget must be at least --max-body, and both positive"
+	case *maxConns <= 0 || *readTimeout <= 0 || *idleTimeout <= 0:
+		bad = "--max-conns, --read-timeout and --idle-timeout must be positive"
+	}
+	if bad != "" {
+		fmt.Fprintln(e.stderr, "cpid-tui serve: "+bad)
 		fs.Usage()
 		return errUsage
 	}
@@ -103,12 +137,18 @@ Example:
 			return fmt.Errorf("token file %s is empty", *tokenFile)
 		}
 	}
-	db0, err := openDatabase(ctx, db)
-	if err != nil {
-		return err
+	open := token == "" && *clientCA == ""
+	var need string // what a listener beyond loopback lacks
+	switch {
+	case open:
+		need = "authentication (--client-ca, --token-file)"
+	case tlsConf == nil:
+		need = "TLS (--tls-cert, --tls-key)"
 	}
-	defer db0.close()
-	st := db0.view(*cluster)
+	if need != "" && !*insecure && !loopback(*listen) {
+		return fmt.Errorf("refusing to listen on %s without %s: anyone who reaches it could write audit events; "+
+			"listen on 127.0.0.1, or pass --insecure to accept that", *listen, need)
+	}
 
 	var mu sync.Mutex
 	notice := func(n ingest.Notice) {
@@ -116,38 +156,103 @@ Example:
 		defer mu.Unlock()
 		fmt.Fprintf(e.stderr, "serve: %s\n", n)
 	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *listen, err)
+	}
+	// "localhost" could name another address: what counts is the one bound.
+	if a, ok := ln.Addr().(*net.TCPAddr); need != "" && !*insecure && (!ok || !a.IP.IsLoopback()) {
+		ln.Close()
+		return fmt.Errorf("refusing to listen on %s (%s, not loopback) without %s; pass --insecure to accept that", *listen, ln.Addr(), need)
+	}
+	cl := &capListener{Listener: ln, slots: make(chan struct{}, *maxConns), notice: notice}
+	defer cl.Close()
+	var l net.Listener = cl
+	if tlsConf != nil {
+		l = tls.NewListener(cl, tlsConf)
+	}
+
+	db0, err := openDatabase(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer db0.close()
+	st := db0.view(*cluster)
+
+	// The budget bounds what the bodies hold; a soft memory limit keeps
+	// the garbage their decoding leaves from doubling the heap before the
+	// GC runs (docs/SECURITY.md gives the peak RSS this bounds).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(2**bodyBudget + 128<<20))
+	}
 	m := &ingest.Metrics{}
-	rc := &ingest.Receiver{Sink: st, Token: token, ClientCerts: *clientCA != "", MaxBody: *maxBody, Metrics: m, Notice: notice,
-		Redaction: redaction()}
+	wh := &receiver{sink: st, token: token, certs: *clientCA != "", allowCN: map[string]bool{}, maxBody: *maxBody,
+		budget: &budget{max: *bodyBudget}, red: redaction(), m: m, notice: notice}
+	for _, cn := range allowCN {
+		wh.allowCN[cn] = true
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !rc.Authenticated(r) {
+		if !wh.authenticated(r) {
 			http.Error(w, "unauthenticated", http.StatusUnauthorized)
 			return
 		}
 		metricsHandler(m, "cpid_webhook").ServeHTTP(w, r)
+		writeMetrics(w, wh, cl)
 	}))
-	mux.Handle("/", rc)
-	if token == "" && *clientCA == "" {
+	mux.Handle("/", wh)
+	switch {
+	case open:
 		notice(ingest.Notice{Name: *listen, Reason: "no --client-ca or --token-file: anyone who reaches this address can write audit events"})
+	case *clientCA != "" && len(allowCN) == 0:
+		notice(ingest.Notice{Name: *listen, Reason: "--client-ca without --allow-cn: any certificate that CA signed is accepted"})
 	}
 
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
+		ErrorLog: log.New(noticeWriter(notice), "", 0)}
 	g, ctx := errgroup.WithContext(ctx)
-	var wrap func(net.Listener) net.Listener
-	if tlsConf != nil {
-		wrap = func(ln net.Listener) net.Listener { return tls.NewListener(ln, tlsConf) }
-	}
-	if err := serveUntil(ctx, g, *listen, mux, wrap); err != nil {
-		return err
-	}
-	notice(ingest.Notice{Name: *listen, Reason: "listening"})
+	g.Go(func() error {
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve %s: %w", *listen, err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	notice(ingest.Notice{Name: ln.Addr().String(), Reason: "listening"})
 	if *every > 0 {
 		g.Go(func() error { return reconstructEvery(ctx, st, *every, notice) })
 	}
 	err = g.Wait()
-	fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d batches, %d requests rejected\n",
-		m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Batches.Load(), m.Rejected.Load())
+	fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d bad, %d batches, %d requests rejected (%d busy), %d connections refused\n",
+		m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.busy.Load(), cl.refused.Load())
 	return err
+}
+
+// loopback reports whether addr (host:port) names a loopback address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// noticeWriter turns the lines net/http logs (TLS handshake errors) into
+// notices.
+type noticeWriter func(ingest.Notice)
+
+func (f noticeWriter) Write(p []byte) (int, error) {
+	f(ingest.Notice{Name: "http", Reason: strings.TrimSpace(string(p))})
+	return len(p), nil
 }
 
 // reconstructEvery brings the derived tables up to date every interval
