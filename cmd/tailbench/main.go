@@ -321,7 +321,9 @@ func (b *bench) measure(t target, clusters, rate, n int) (result, error) {
 	start := time.Now()
 	writeErr := make(chan error, clusters)
 	for c := range clusters {
-		go func() { writeErr <- b.write(filepath.Join(dir, fmt.Sprintf("c%d", c), "audit.log"), c*n, rate, n, start) }()
+		go func() {
+			writeErr <- b.write(filepath.Join(dir, fmt.Sprintf("c%d", c), "audit.log"), c*n, rate, n, start)
+		}()
 	}
 	for range clusters {
 		if err := <-writeErr; err != nil {
