@@ -148,12 +148,13 @@ var recordTables = []string{
 // derivedTables are the tables reconstruct fills.
 var derivedTables = []string{
 	`SELECT event_id, api_group, resource, namespace, name, seq, order_by, attempt, stage_ns, writer, writer_is_user,
-		cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster FROM revisions ORDER BY event_id`,
+		cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster, explain, explain_detail, confidence
+		FROM revisions ORDER BY event_id`,
 	`SELECT cpid, ts_ns, service, origin, event_id, cluster FROM mergelogs ORDER BY cluster, cpid, origin`,
 	`SELECT m.cpid, m.origin, s.pos, s.source_cpid FROM mergelog_sources s JOIN mergelogs m ON m.id = s.mergelog_id
 		ORDER BY 1, 2, 3`,
 	`SELECT id, event_id, started_ns, settled_ns, "user", verb, api_group, resource, subresource, namespace, name,
-		writes, objects, slowest_hop_ns, slowest_hop_event_id, cluster FROM changes ORDER BY id`,
+		writes, objects, slowest_hop_ns, slowest_hop_event_id, cluster, trigger, trigger_detail FROM changes ORDER BY id`,
 	`SELECT kind, event_id, api_group, resource, namespace, name, detail, cluster FROM anomalies ORDER BY kind, event_id`,
 	`SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster FROM controller_spans ORDER BY span_id`,
 }

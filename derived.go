@@ -108,6 +108,12 @@ type Write struct {
 	// HopNS is the hop latency: from the cause becoming visible to this
 	// write completing.
 	HopNS int64
+	// Explain says why the hop took HopNS, ExplainDetail with what
+	// evidence; Confidence how the cause was found. All empty for a write
+	// without a cause.
+	Explain       Explain
+	ExplainDetail string
+	Confidence    Confidence
 	// Seq is the write's place among its object's writes (1-based) and
 	// OrderBy what it was ordered by, "resourceVersion" or "time". When a
 	// write arrives out of that order, its object is listed in
@@ -116,12 +122,82 @@ type Write struct {
 	OrderBy string
 }
 
-// Change is a root change: a user's write and everything it caused.
+// Trigger says what started a change.
+type Trigger string
+
+const (
+	// TriggerUser: a person's or their automation's write.
+	TriggerUser Trigger = "user"
+	// TriggerNode: a Node went NotReady or Unknown, or came back; the root
+	// is the node lifecycle controller's or the kubelet's Node write.
+	TriggerNode Trigger = "node"
+	// TriggerControllerStart: a controller's first writes after it started
+	// or took leadership, re-listing and resyncing what it found.
+	TriggerControllerStart Trigger = "controller-start"
+	// TriggerSchedule: a timer fired (a CronJob's schedule).
+	TriggerSchedule Trigger = "schedule"
+	// TriggerGC: the garbage collector deleted dependents.
+	TriggerGC Trigger = "gc"
+	// TriggerUnknown: a controller write that no rule explains within its
+	// reaction window.
+	TriggerUnknown Trigger = "unknown"
+)
+
+// Change is a root change: a user's write, or what the environment did
+// (Trigger), and everything it caused.
 type Change struct {
 	ID      string // the root CPID: the object's when the user stamped one, else the write's auditID
 	EventID int64
 	StartNS int64
+	Trigger Trigger
+	// Detail says what happened, for people ("Ready True -> Unknown").
+	Detail string
 }
+
+// Explain says why a write waited as long as it did after its cause.
+type Explain string
+
+const (
+	// ExplainInformer: an ordinary reaction, within the rule's window.
+	ExplainInformer Explain = "informer"
+	// ExplainRequeue: the same writer retried after a conflict or an error.
+	ExplainRequeue Explain = "requeue"
+	// ExplainBackoff: a retry after a 429, a 5xx or a logged error.
+	ExplainBackoff Explain = "backoff"
+	// ExplainLeaderGap: leadership changed hands, or nobody held it, while
+	// the hop waited.
+	ExplainLeaderGap Explain = "leader-gap"
+	// ExplainRestart: the writer restarted and re-listed while the hop waited.
+	ExplainRestart Explain = "restart"
+	// ExplainMinReady: spec.minReadySeconds held the write back.
+	ExplainMinReady Explain = "min-ready"
+	// ExplainProgressDeadline: spec.progressDeadlineSeconds ran out.
+	ExplainProgressDeadline Explain = "progress-deadline"
+	// ExplainToleration: a taint's tolerationSeconds ran out (eviction).
+	ExplainToleration Explain = "toleration"
+	// ExplainNodeGrace: the node monitor grace period ran out.
+	ExplainNodeGrace Explain = "node-grace"
+	// ExplainUnschedulable: the Pod could not be scheduled meanwhile.
+	ExplainUnschedulable Explain = "unschedulable"
+	// ExplainKubelet: the node's side (the kubelet starting or stopping
+	// containers, probes).
+	ExplainKubelet Explain = "kubelet"
+	// ExplainAPIServer: the apiserver itself (etcd, webhooks, priority and
+	// fairness queueing), from its latency annotations.
+	ExplainAPIServer Explain = "apiserver"
+	// ExplainUnexplained: nothing in the logs says why.
+	ExplainUnexplained Explain = "unexplained"
+)
+
+// Confidence says how a cause was found.
+type Confidence string
+
+const (
+	// ConfidenceExact: a CPID or an owner reference names the cause.
+	ConfidenceExact Confidence = "exact"
+	// ConfidenceHeuristic: the cause was found by a time window.
+	ConfidenceHeuristic Confidence = "heuristic"
+)
 
 // Anomaly is something in the logs that a reconstruction must not hide.
 type Anomaly struct {

@@ -45,6 +45,9 @@ type ChangeRow struct {
 	Objects      int    `json:"objects"`
 	SlowestHopNS int64  `json:"slowest_hop_ns"`
 	Cluster      string `json:"cluster"`
+	// Trigger says what started the change, TriggerDetail what happened.
+	Trigger       Trigger `json:"trigger"`
+	TriggerDetail string  `json:"trigger_detail"`
 }
 
 // TimelineEntry is one write of a change.
@@ -69,9 +72,12 @@ type TimelineEntry struct {
 	// CauseNS is when the cause became visible: its stage time, or this
 	// write's receive time if that is earlier (watchers see a write when etcd
 	// commits it, before the apiserver answers its writer).
-	CauseNS  int64 `json:"cause_ns"`
-	HopNS    int64 `json:"hop_ns"`
-	Critical bool  `json:"critical"`
+	CauseNS       int64      `json:"cause_ns"`
+	HopNS         int64      `json:"hop_ns"`
+	Explain       Explain    `json:"explain"`
+	ExplainDetail string     `json:"explain_detail"`
+	Confidence    Confidence `json:"confidence"`
+	Critical      bool       `json:"critical"`
 }
 
 // SpanRow is one span of a change.

@@ -279,28 +279,32 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 			hop = x.HopNS
 		}
 		b.Queue(`INSERT INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
-			stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)
+			stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster,
+			explain, explain_detail, confidence)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
 			ON CONFLICT (event_id) DO UPDATE SET api_group = excluded.api_group, resource = excluded.resource,
 			namespace = excluded.namespace, name = excluded.name, seq = excluded.seq, order_by = excluded.order_by,
 			attempt = excluded.attempt, stage_ns = excluded.stage_ns, writer = excluded.writer,
 			writer_is_user = excluded.writer_is_user, cpid = excluded.cpid, cpid_origin = excluded.cpid_origin,
 			cause_event_id = excluded.cause_event_id, cause_rule = excluded.cause_rule, change_id = excluded.change_id,
-			hop_ns = excluded.hop_ns, cluster = excluded.cluster`,
+			hop_ns = excluded.hop_ns, cluster = excluded.cluster, explain = excluded.explain,
+			explain_detail = excluded.explain_detail, confidence = excluded.confidence`,
 			x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name, x.Seq, x.OrderBy, flag(x.Attempt),
 			x.StageNS, x.Writer.Name, flag(x.Writer.User), orNil(x.CPID), orNil(x.CPIDOrigin), orNil(x.CauseEventID),
-			orNil(x.Rule), orNil(x.ChangeID), hop, d.cluster)
+			orNil(x.Rule), orNil(x.ChangeID), hop, d.cluster, orNil(string(x.Explain)), orNil(x.ExplainDetail),
+			orNil(string(x.Confidence)))
 	}
 	for _, c := range out.Changes {
 		b.Queue(`INSERT INTO changes(id, event_id, started_ns, settled_ns, "user", verb, api_group, resource,
-			subresource, namespace, name, writes, objects, cluster)
-			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster
+			subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail)
+			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, $4, $5
 			FROM audit_events WHERE id = $3
 			ON CONFLICT (id) DO UPDATE SET event_id = excluded.event_id, started_ns = excluded.started_ns,
 			settled_ns = excluded.settled_ns, "user" = excluded."user", verb = excluded.verb, api_group = excluded.api_group,
 			resource = excluded.resource, subresource = excluded.subresource, namespace = excluded.namespace,
 			name = excluded.name, writes = 0, objects = 0, slowest_hop_ns = NULL, slowest_hop_event_id = NULL,
-			cluster = excluded.cluster`, c.ID, c.StartNS, c.EventID)
+			cluster = excluded.cluster, trigger = excluded.trigger, trigger_detail = excluded.trigger_detail`,
+			c.ID, c.StartNS, c.EventID, string(c.Trigger), c.Detail)
 	}
 	for _, a := range out.Anomalies {
 		b.Queue(`INSERT INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster)

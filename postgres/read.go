@@ -142,7 +142,7 @@ func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow
 	}
 	rows, err := db.Query(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c."user", e.user_agent, c.verb,
 		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object::json ->> 'kind' END, ''), c.api_group, c.resource,
-		c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster
+		c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id = ANY($1) ORDER BY c.started_ns DESC, c.id COLLATE "C"`, ids)
 	if err != nil {
@@ -151,7 +151,7 @@ func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.ChangeRow, error) {
 		var c cpid.ChangeRow
 		err := r.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
-			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster)
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger, &c.TriggerDetail)
 		c.Kind = cpid.KindOf(c.Kind, c.Resource)
 		return c, err
 	})
@@ -391,7 +391,8 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 		              THEN b.response_object::json ->> 'kind' END, ''),
 		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt <> 0, COALESCE(r.cpid, ''),
 		COALESCE(r.cpid_origin, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
-		COALESCE(LEAST(c.stage_ns, e.received_ns), 0), COALESCE(r.hop_ns, 0)
+		COALESCE(LEAST(c.stage_ns, e.received_ns), 0), COALESCE(r.hop_ns, 0),
+		COALESCE(r.explain, ''), COALESCE(r.explain_detail, ''), COALESCE(r.confidence, '')
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		LEFT JOIN audit_bodies b ON b.event_id = r.event_id
 		LEFT JOIN audit_events c ON c.id = r.cause_event_id
@@ -402,7 +403,8 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.TimelineEntry, error) {
 		var t cpid.TimelineEntry
 		err := row.Scan(&t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
-			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS)
+			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS,
+			&t.Explain, &t.ExplainDetail, &t.Confidence)
 		t.Kind = cpid.KindOf(t.Kind, t.Resource)
 		return t, err
 	})

@@ -42,6 +42,9 @@ type Object struct {
 	// unordered: the writes' places may differ from their arrival order
 	// (one came out of time order, or the object was reordered).
 	unordered bool
+	// failed is the latest failed write to the object, for explaining a
+	// retry.
+	failed *failure
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -104,6 +107,9 @@ type Engine struct {
 	Graph *Graph
 	// recorded says, per CPID, which origins already have a mergelog for it.
 	recorded map[string]uint8
+	// Windows are the reaction windows hops are explained by (nil:
+	// DefaultWindows).
+	Windows []Window
 
 	// Derived accumulates what Process emits until Drain takes it.
 	cpid.Derived
@@ -199,6 +205,7 @@ func (en *Engine) Process(e *Event) {
 	}
 
 	if w.Attempt {
+		o.failed = &failure{writer: w.Writer.Name, code: e.Code, stageNS: e.StageNS}
 		en.Writes = append(en.Writes, w)
 		return
 	}
@@ -206,7 +213,7 @@ func (en *Engine) Process(e *Event) {
 		if !en.hasAny(w.CPID) {
 			en.emit(e, cpid.Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginInferred})
 		}
-		en.Changes = append(en.Changes, cpid.Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS})
+		en.Changes = append(en.Changes, cpid.Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS, Trigger: cpid.TriggerUser})
 	}
 	ref := &Ref{EventID: e.ID, ReceivedNS: e.ReceivedNS, StageNS: e.StageNS, CPID: w.CPID, Change: w.ChangeID}
 	switch {
@@ -286,6 +293,11 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) {
 		// its etcd commit, before the apiserver answers its writer).
 		w.HopNS = e.StageNS - min(best.ref.StageNS, e.ReceivedNS)
 	}
+	defer func() {
+		if best != nil {
+			en.explain(e, o, w, best.ref.StageNS)
+		}
+	}()
 
 	prevCPID := ""
 	if o.last != nil {

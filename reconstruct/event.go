@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -53,6 +54,11 @@ type Event struct {
 func (e *Event) Key() cpid.ObjectKey {
 	return cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
 }
+
+// APILatency is how long the apiserver took with the request: from
+// receiving it to its last stage (admission, webhooks, priority and
+// fairness queueing, etcd).
+func (e *Event) APILatency() time.Duration { return time.Duration(e.StageNS - e.ReceivedNS) }
 
 // Failed reports a write that did not change the object: a 4xx or 5xx
 // answer, a 409 conflict among them. It is an attempt, not a revision.

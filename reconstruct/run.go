@@ -78,6 +78,10 @@ type Options struct {
 	// last). 0 stores the run in one transaction: a reader sees all of it
 	// or none of it.
 	StepRows int
+	// Windows are reaction windows that go before DefaultWindows. A run
+	// that goes on from a saved state explains new hops with them; after
+	// changing them, rebuild (Full) to explain the old ones too.
+	Windows []Window
 	// Family names the log an input file belongs to (its rotation family),
 	// so that events of two apiservers are told apart; nil: the file path.
 	Family func(path string) string
@@ -123,7 +127,12 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if err != nil {
 		return res, err
 	}
+	var windows []Window
+	if len(opt.Windows) > 0 {
+		windows = append(slices.Clone(opt.Windows), DefaultWindows...)
+	}
 	en := NewEngine()
+	en.Windows = windows
 	if !res.Full {
 		switch late, err := st.Late(ctx, w, cpid.MsgMergelog); {
 		case err != nil:
@@ -138,6 +147,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 			if err := en.RestoreState(w.EngineData); err != nil {
 				res.Full, res.Why = true, err.Error()
 				en = NewEngine()
+				en.Windows = windows
 			} else if err := st.ScanMergelogs(ctx, w.CutoffNS, en.RestoreMergelog); err != nil {
 				return res, err
 			}

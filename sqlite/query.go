@@ -22,7 +22,8 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 		              THEN b.response_object ->> '$.kind' END, ''),
 		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt, COALESCE(r.cpid, ''),
 		COALESCE(r.cpid_origin, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
-		COALESCE(CASE WHEN c.stage_ns < e.received_ns THEN c.stage_ns ELSE e.received_ns END, 0), COALESCE(r.hop_ns, 0)
+		COALESCE(CASE WHEN c.stage_ns < e.received_ns THEN c.stage_ns ELSE e.received_ns END, 0), COALESCE(r.hop_ns, 0),
+		COALESCE(r.explain, ''), COALESCE(r.explain_detail, ''), COALESCE(r.confidence, '')
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		LEFT JOIN audit_bodies b ON b.event_id = r.event_id
 		LEFT JOIN audit_events c ON c.id = r.cause_event_id
@@ -35,7 +36,8 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 	for rows.Next() {
 		var t cpid.TimelineEntry
 		if err := rows.Scan(&t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
-			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS); err != nil {
+			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS,
+			&t.Explain, &t.ExplainDetail, &t.Confidence); err != nil {
 			return nil, err
 		}
 		t.Kind = cpid.KindOf(t.Kind, t.Resource)

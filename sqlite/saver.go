@@ -62,8 +62,9 @@ type deriveTx struct {
 // insertRevision stores a revision; an incremental run replaces what a
 // crashed run may have left, a full rebuild writes an empty table.
 const insertRevision = ` INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
-		stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster,
+		explain, explain_detail, confidence)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // The saver's statements, by index.
 const (
@@ -81,8 +82,8 @@ var saverSQL = [...]string{
 	`INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES (?, ?, ?, ?, ?, ?)`,
 	`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`,
 	`INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
-		subresource, namespace, name, writes, objects, cluster)
-		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster
+		subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail)
+		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, ?, ?
 		FROM audit_events WHERE id = ?`,
 	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster)
@@ -197,7 +198,8 @@ const revBatch = 16
 func revisionArgs(args []any, x *cpid.Write, cluster string) []any {
 	return append(args, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
 		x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
-		nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(*x), cluster)
+		nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(*x), cluster,
+		nullString(string(x.Explain)), nullString(x.ExplainDetail), nullString(string(x.Confidence)))
 }
 
 func (sv *deriveTx) closeStmts() {
@@ -287,7 +289,7 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		}
 	}
 	for _, c := range out.Changes {
-		if _, err := sv.exec(stChange, c.ID, c.StartNS, c.EventID); err != nil {
+		if _, err := sv.exec(stChange, c.ID, c.StartNS, string(c.Trigger), c.Detail, c.EventID); err != nil {
 			return err
 		}
 	}

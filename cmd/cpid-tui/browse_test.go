@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cpid-dev/cpid"
 )
 
 func TestBrowseUsage(t *testing.T) {
@@ -244,14 +247,17 @@ func TestBrowseTmux(t *testing.T) {
 // changeID is the id of the fixture's rolling update.
 func changeID(t *testing.T, db string) string {
 	t.Helper()
-	code, out, stderr := runCmd(t, nil, "query", "changes", "--db", db, "--output", "csv")
+	code, out, stderr := runCmd(t, nil, "query", "changes", "--db", db, "--output", "json")
 	if code != 0 {
 		t.Fatalf("query changes: %s", stderr)
 	}
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Split(l, ",")
-		if len(f) > 8 && f[2] == "patch" && f[3] == "Deployment default/web" {
-			return f[8]
+	var cs []cpid.ChangeRow
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Verb == "patch" && c.Kind == "Deployment" && c.Name == "web" && c.Subresource == "" {
+			return c.ID
 		}
 	}
 	t.Fatalf("no rolling update in\n%s", out)

@@ -110,7 +110,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		fleet := len(clusters) > 1
 		var rows [][]string
 		for _, c := range cs {
-			row := []string{clock(c.StartedNS), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
+			row := []string{clock(c.StartedNS), string(c.Trigger), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
 				strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID}
 			if fleet {
 				row = append([]string{c.Cluster}, row...)
@@ -120,7 +120,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if cs == nil {
 			cs = []cpid.ChangeRow{}
 		}
-		head := []string{"STARTED", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"}
+		head := []string{"STARTED", "TRIGGER", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"}
 		if fleet {
 			head = append([]string{"CLUSTER"}, head...)
 		}
@@ -148,9 +148,10 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 			if t.CauseID != 0 {
 				hop = "+" + dur(t.HopNS)
 			}
-			rows = append(rows, []string{mark, clock(t.NS), dur(t.NS - ts[0].NS), t.Writer, verb, object(t.Kind, t.Namespace, t.Name), hop, t.Rule, t.Origin})
+			rows = append(rows, []string{mark, clock(t.NS), dur(t.NS - ts[0].NS), t.Writer, verb, object(t.Kind, t.Namespace, t.Name), hop,
+				string(t.Explain), t.Rule, t.Origin})
 		}
-		return output(e.stdout, *out, []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "RULE", "CPID FROM"}, rows, ts)
+		return output(e.stdout, *out, []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CPID FROM"}, rows, ts)
 	case "related", "origins":
 		if err := need(1); err != nil {
 			return err

@@ -1,0 +1,170 @@
+package reconstruct
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// Window is a band of reaction time: a hop of a writer, through a rule,
+// that takes at most Max is explained by Explain. A writer's own entries
+// replace the generic ones (Writer ""); among them the smallest Max that
+// holds the hop explains it, so that a node lifecycle controller's
+// ordinary reaction is "informer" and one that waited out the grace period
+// "node-grace". A hop longer than every band of its writer needs evidence
+// of why it waited (a retry after a failed write, the apiserver's own
+// latency) or is "unexplained".
+type Window struct {
+	// Rule is the inference rule ("" for any), Writer the writer's name:
+	// exact, a prefix ending in "*", or "" for any.
+	Rule, Writer string
+	Max          time.Duration
+	Explain      cpid.Explain
+	// Why is the upstream behaviour the default follows, for people.
+	Why string
+}
+
+// informer is the band of an ordinary reaction.
+const informer = 5 * time.Second
+
+const informerWhy = "informer delivery is sub-second; a controller's work queue adds its processing and, under load, " +
+	"the default rate limiter (10 qps, 100 burst)"
+
+// DefaultWindows is the table of reaction windows, after the upstream
+// defaults; `cpid-tui reconstruct --window` puts entries before it.
+var DefaultWindows = []Window{
+	{Writer: "kubelet *", Max: 5 * time.Minute, Explain: cpid.ExplainKubelet,
+		Why: "the node side: image pulls, container starts and readiness probes (initialDelaySeconds, periodSeconds)"},
+	{Writer: "kwok", Max: 5 * time.Minute, Explain: cpid.ExplainKubelet,
+		Why: "KWOK plays the kubelet, with the delays of its stages"},
+	{Writer: "taint-eviction-controller", Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
+	{Writer: "taint-eviction-controller", Max: 300*time.Second + informer, Explain: cpid.ExplainToleration,
+		Why: "evictions wait for the pod's tolerationSeconds of the node's NoExecute taint (300 s by DefaultTolerationSeconds)"},
+	{Writer: "node-controller", Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
+	{Writer: "node-controller", Max: 50*time.Second + informer, Explain: cpid.ExplainNodeGrace,
+		Why: "the node lifecycle controller marks a node Unknown after --node-monitor-grace-period (50 s) without a heartbeat"},
+	{Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
+}
+
+// bands returns the windows of ws that apply to a hop of writer through
+// rule: the writer's own, else the generic ones.
+func bands(ws []Window, rule, writer string) []Window {
+	var own, generic []Window
+	for _, w := range ws {
+		if w.Rule != "" && w.Rule != rule {
+			continue
+		}
+		switch {
+		case w.Writer == "":
+			generic = append(generic, w)
+		case strings.HasSuffix(w.Writer, "*"):
+			if strings.HasPrefix(writer, strings.TrimSuffix(w.Writer, "*")) {
+				own = append(own, w)
+			}
+		case w.Writer == writer:
+			own = append(own, w)
+		}
+	}
+	if len(own) > 0 {
+		return own
+	}
+	if len(generic) > 0 {
+		return generic
+	}
+	return []Window{{Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy}}
+}
+
+// within returns the band that explains a hop of d, and whether there is
+// one; without one, the widest band.
+func within(bs []Window, d time.Duration) (Window, bool) {
+	var fit, widest *Window
+	for i := range bs {
+		b := &bs[i]
+		if d <= b.Max && (fit == nil || b.Max < fit.Max) {
+			fit = b
+		}
+		if widest == nil || b.Max > widest.Max {
+			widest = b
+		}
+	}
+	if fit != nil {
+		return *fit, true
+	}
+	return *widest, false
+}
+
+// ParseWindow reads a window given as [RULE/]WRITER=DURATION ("kwok=10m",
+// "owner/replicaset-controller=2s", "*=3s" for every writer).
+func ParseWindow(s string) (Window, error) {
+	k, v, ok := strings.Cut(s, "=")
+	d, err := time.ParseDuration(v)
+	if !ok || err != nil || d <= 0 || k == "" {
+		return Window{}, fmt.Errorf("window %q: want [RULE/]WRITER=DURATION, e.g. kwok=10m or owner/replicaset-controller=2s", s)
+	}
+	w := Window{Max: d, Explain: cpid.ExplainInformer, Why: "given with --window"}
+	if r, wr, ok := strings.Cut(k, "/"); ok {
+		w.Rule, k = r, wr
+	}
+	if k != "*" {
+		w.Writer = k
+	}
+	if strings.HasPrefix(w.Writer, "kubelet ") || w.Writer == "kwok" {
+		w.Explain = cpid.ExplainKubelet
+	}
+	return w, nil
+}
+
+// exactRules find causes named by the objects themselves (owner
+// references); the others find them by time.
+var exactRules = map[string]bool{"owner": true}
+
+// explain says why a write waited hop after its cause through rule: an
+// ordinary reaction within the writer's window; a retry when the same
+// writer's write to the object failed meanwhile; the apiserver when its
+// own latency annotations account for most of the wait; else unexplained.
+func (en *Engine) explain(e *Event, o *Object, w *cpid.Write, causeStageNS int64) {
+	switch {
+	case exactRules[w.Rule] || w.CPIDOrigin == "annotation":
+		w.Confidence = cpid.ConfidenceExact
+	default:
+		w.Confidence = cpid.ConfidenceHeuristic
+	}
+	hop := time.Duration(w.HopNS)
+	win, ok := within(bands(en.windows(), w.Rule, w.Writer.Name), hop)
+	if ok {
+		w.Explain = win.Explain
+		return
+	}
+	if f := o.failed; f != nil && f.writer == w.Writer.Name && f.stageNS >= causeStageNS && f.stageNS <= e.StageNS {
+		w.Explain = cpid.ExplainBackoff
+		if f.code == 409 {
+			w.Explain = cpid.ExplainRequeue
+		}
+		w.ExplainDetail = fmt.Sprintf("retried after its write failed with %d %s before", f.code,
+			time.Duration(e.StageNS-f.stageNS).Round(time.Millisecond))
+		return
+	}
+	if lat := e.APILatency(); lat > hop/2 {
+		w.Explain = cpid.ExplainAPIServer
+		w.ExplainDetail = fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))
+		return
+	}
+	w.Explain = cpid.ExplainUnexplained
+	w.ExplainDetail = fmt.Sprintf("%s past the %s window of %s", (hop - win.Max).Round(time.Millisecond), win.Max, w.Writer.Name)
+}
+
+// failure is the latest failed write to an object.
+type failure struct {
+	writer  string
+	code    int
+	stageNS int64
+}
+
+func (en *Engine) windows() []Window {
+	if en.Windows != nil {
+		return en.Windows
+	}
+	return DefaultWindows
+}
