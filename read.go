@@ -194,8 +194,10 @@ type ChangeSpan struct {
 
 // Hop is one controller hop: a write and how long after its cause it completed.
 type Hop struct {
-	Writer string
-	HopNS  int64
+	Writer  string
+	HopNS   int64
+	Rule    string
+	Explain Explain
 }
 
 // TailSource is one log followed by `cpid-tui tail`: where the tailer stands

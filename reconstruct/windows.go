@@ -48,9 +48,9 @@ var DefaultWindows = []Window{
 	{Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
 }
 
-// bands returns the windows of ws that apply to a hop of writer through
+// Bands returns the windows of ws that apply to a hop of writer through
 // rule: the writer's own, else the generic ones.
-func bands(ws []Window, rule, writer string) []Window {
+func Bands(ws []Window, rule, writer string) []Window {
 	var own, generic []Window
 	for _, w := range ws {
 		if w.Rule != "" && w.Rule != rule {
@@ -132,7 +132,7 @@ func (en *Engine) explain(e *Event, o *Object, w *cpid.Write, causeStageNS int64
 		w.Confidence = cpid.ConfidenceHeuristic
 	}
 	hop := time.Duration(w.HopNS)
-	win, ok := within(bands(en.windows(), w.Rule, w.Writer.Name), hop)
+	win, ok := within(Bands(en.windows(), w.Rule, w.Writer.Name), hop)
 	if ok {
 		w.Explain = win.Explain
 		return

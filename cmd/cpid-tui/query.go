@@ -30,6 +30,10 @@ database is opened read-only: never created, never migrated.
                      every related CPID (instrumented controllers)
   related CPID       the CPID and every CPID descending from it (paper Table 2)
   origins CPID       the CPID and every CPID it descends from
+  hops               the reaction windows beside the hops observed in this
+                     database, per rule and writer: the window (docs/CAUSALITY.md),
+                     how many hops, p50/p90/p99/max, how many were past it
+                     and why they waited (--change ID for one change)
   sli                p50/p90/p99 of user change to Pod created, scheduled,
                      Running, Ready; the pod startup phases of the
                      Kubernetes scalability tests; hop latency per
@@ -48,7 +52,7 @@ Examples:
   cpid-tui query timeline 044d68ee-6a4f-47dc-a93e-da38a9ba0d77 --output json | jq '.[] | select(.critical)'`
 
 func runQuery(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "query", "changes|timeline ID|spans ID|related CPID|origins CPID|sli [flags]", queryHelp)
+	fs := newFlags(e, "query", "changes|timeline ID|spans ID|related CPID|origins CPID|sli|hops [flags]", queryHelp)
 	var db string
 	dbFlag(fs, &db)
 	cluster := clusterFlag(fs, "")
@@ -56,7 +60,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	sort := fs.String("sort", "time", "changes: time, duration or size")
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
 	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
-	change := fs.String("change", "", "sli: only this change")
+	change := fs.String("change", "", "sli, hops: only this change")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -189,8 +193,13 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		return querySLI(ctx, e, st, *change, *out)
+	case "hops":
+		if err := need(0); err != nil {
+			return err
+		}
+		return queryHops(ctx, e, st, *change, *out)
 	}
-	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, spans, related, origins, sli)\n", pos[0])
+	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, spans, related, origins, sli, hops)\n", pos[0])
 	return errUsage
 }
 
@@ -269,4 +278,75 @@ func durOr(n int, ns int64) string {
 		return "-"
 	}
 	return dur(ns)
+}
+
+// hopRow is one line of `query hops`: the hops of one writer through one
+// rule beside the window that explains them.
+type hopRow struct {
+	Rule     string         `json:"rule"`
+	Writer   string         `json:"writer"`
+	WindowNS int64          `json:"window_ns"` // the widest band of the writer (reconstruct.DefaultWindows)
+	Window   string         `json:"window"`    // every band: "5s informer, 55s node-grace"
+	N        int            `json:"n"`
+	P50NS    int64          `json:"p50_ns"`
+	P90NS    int64          `json:"p90_ns"`
+	P99NS    int64          `json:"p99_ns"`
+	MaxNS    int64          `json:"max_ns"`
+	Past     int            `json:"past_window"` // hops longer than the widest band
+	Explain  map[string]int `json:"explain"`     // hops per explanation
+}
+
+func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format string) error {
+	hops, err := st.Hops(ctx, change)
+	if err != nil {
+		return err
+	}
+	type key struct{ rule, writer string }
+	groups := map[key][]cpid.Hop{}
+	for _, h := range hops {
+		k := key{h.Rule, h.Writer}
+		groups[k] = append(groups[k], h)
+	}
+	keys := make([]key, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].rule != keys[j].rule {
+			return keys[i].rule < keys[j].rule
+		}
+		return keys[i].writer < keys[j].writer
+	})
+	out := []hopRow{}
+	var rows [][]string
+	for _, k := range keys {
+		hs := groups[k]
+		bands := reconstruct.Bands(reconstruct.DefaultWindows, k.rule, k.writer)
+		var widest int64
+		var names []string
+		for _, b := range bands {
+			widest = max(widest, int64(b.Max))
+			names = append(names, fmt.Sprintf("%s %s", dur(int64(b.Max)), b.Explain))
+		}
+		r := hopRow{Rule: k.rule, Writer: k.writer, WindowNS: widest, Window: strings.Join(names, ", "), Explain: map[string]int{}}
+		ns := make([]int64, len(hs))
+		for i, h := range hs {
+			ns[i] = h.HopNS
+			if h.HopNS > widest {
+				r.Past++
+			}
+			r.Explain[string(h.Explain)]++
+		}
+		p := reconstruct.Summarize(ns)
+		r.N, r.P50NS, r.P90NS, r.P99NS, r.MaxNS = p.N, p.P50, p.P90, p.P99, p.Max
+		out = append(out, r)
+		var why []string
+		for x, n := range r.Explain {
+			why = append(why, fmt.Sprintf("%s %d", x, n))
+		}
+		sort.Strings(why)
+		rows = append(rows, []string{r.Rule, r.Writer, r.Window, strconv.Itoa(r.N), dur(r.P50NS), dur(r.P90NS), dur(r.P99NS),
+			dur(r.MaxNS), strconv.Itoa(r.Past), strings.Join(why, ", ")})
+	}
+	return output(e.stdout, format, []string{"RULE", "WRITER", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"}, rows, out)
 }

@@ -16,7 +16,7 @@ func init() {
 }
 
 func runReconstruct(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "reconstruct", "[--db cpid.db] [--full]", strings.TrimSpace(`
+	fs := newFlags(e, "reconstruct", "[--db cpid.db] [--full] [--window [RULE/]WRITER=DURATION]...", strings.TrimSpace(`
 Derives from the ingested audit events and controller logs: every object's
 revisions in order, the CPID each write carries (from its annotation, or
 inferred from owner references, the object's previous write, Service and
@@ -28,17 +28,34 @@ events older than what it already processed (a rotated backup ingested late,
 controller logs ingested after the audit log they explain) rebuilds
 everything, in one transaction: readers see the old result until the new one
 is complete. --full forces a rebuild. Either way the result is the same. See
-docs/SCHEMA.md for the tables it fills.`))
+docs/SCHEMA.md for the tables it fills.
+
+Every hop (cause -> write) is explained: within its writer's reaction window
+(informer, kubelet, toleration, node-grace; reconstruct.DefaultWindows) or
+by evidence (a retry after a failed write, the apiserver's own latency),
+else "unexplained". --window kwok=10m widens or narrows a writer's window;
+query hops prints the windows beside the hops observed (docs/CAUSALITY.md).`))
 	var db string
 	dbFlag(fs, &db)
 	cluster := clusterFlag(fs, "")
 	full := fs.Bool("full", false, "rebuild everything instead of going on from the last run")
+	var windows paths
+	fs.Var(&windows, "window", "a reaction window [RULE/]WRITER=DURATION before the defaults (repeatable; `query hops` shows them); with --full to apply it to what was derived before")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return errUsage
+	}
+	opt := runOptions(*full, 0)
+	for _, w := range windows {
+		win, err := reconstruct.ParseWindow(w)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "cpid-tui reconstruct:", err)
+			return errUsage
+		}
+		opt.Windows = append(opt.Windows, win)
 	}
 	db0, err := openDatabase(ctx, db)
 	if err != nil {
@@ -56,7 +73,7 @@ docs/SCHEMA.md for the tables it fills.`))
 		return err
 	}
 	for _, c := range clusters {
-		r, err := reconstruct.Run(ctx, db0.view(c), runOptions(*full, 0))
+		r, err := reconstruct.Run(ctx, db0.view(c), opt)
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", c, err)
 		}
