@@ -181,6 +181,8 @@ func (r *reader) conditions(v jsonscan.Span, cs []condition) []condition {
 				r.str(&c.Type, m.Val())
 			case is(k, "lastTransitionTime"):
 				r.str(&c.LastTransitionTime, m.Val())
+			case is(k, "status"):
+				r.str(&c.Status, m.Val())
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/google/uuid"
@@ -45,6 +46,9 @@ type Object struct {
 	// failed is the latest failed write to the object, for explaining a
 	// retry.
 	failed *failure
+	// ready is a Node's Ready condition status ("True", "False",
+	// "Unknown") after its latest write, "" before the first.
+	ready string
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -186,26 +190,33 @@ func (en *Engine) Process(e *Event) {
 	}
 	w := cpid.Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
 	en.number(o, e, &w)
+	wasReady := o.ready
 	if !w.Attempt {
 		en.learn(o, e)
 	}
 
 	var causes []cause
+	var root rootOf
 	switch {
 	case w.Writer.User:
+		root = rootOf{trigger: cpid.TriggerUser}
+	case !w.Attempt && nodeTransition(o, wasReady):
+		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s Ready %s -> %s", o.Key.Name, wasReady, o.ready)}
+	default:
+		causes = en.causes(e, o)
+		root = en.decide(e, o, &w, causes)
+	}
+	if root.trigger != "" {
 		w.CPIDOrigin = "root"
 		w.CPID = e.CPID
 		if w.CPID == "" || (o.last != nil && o.last.CPID == e.CPID) {
 			w.CPID = e.AuditID
 		}
 		w.ChangeID = w.CPID
-	default:
-		causes = en.causes(e, o)
-		en.decide(e, o, &w, causes)
 	}
 
 	if w.Attempt {
-		o.failed = &failure{writer: w.Writer.Name, code: e.Code, stageNS: e.StageNS}
+		o.failed = &failure{Writer: w.Writer.Name, Code: e.Code, StageNS: e.StageNS}
 		en.Writes = append(en.Writes, w)
 		return
 	}
@@ -213,7 +224,7 @@ func (en *Engine) Process(e *Event) {
 		if !en.hasAny(w.CPID) {
 			en.emit(e, cpid.Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginInferred})
 		}
-		en.Changes = append(en.Changes, cpid.Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS, Trigger: cpid.TriggerUser})
+		en.Changes = append(en.Changes, cpid.Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS, Trigger: root.trigger, Detail: root.detail})
 	}
 	ref := &Ref{EventID: e.ID, ReceivedNS: e.ReceivedNS, StageNS: e.StageNS, CPID: w.CPID, Change: w.ChangeID}
 	switch {
@@ -258,23 +269,54 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 	return out
 }
 
+// rootOf says that a write starts a change, and why; the zero value says
+// it does not.
+type rootOf struct {
+	trigger cpid.Trigger
+	detail  string
+}
+
 // decide gives a controller's write its CPID, change and cause. The CPIDs of
 // the causes, with the one the object carries, are merged as Algorithm 1
 // does: reuse the CPID that descends from all others, else mint one and
-// emit a mergelog whose sources are the maximal CPIDs.
-func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) {
-	// The change: the most recent user change among the causes; the cause:
-	// the latest write of that change, the one that triggered this write.
+// emit a mergelog whose sources are the maximal CPIDs. A write whose causes
+// belong to changes, none of them within its reaction window or explained
+// by evidence, starts a change of its own: it returns why.
+func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) rootOf {
+	// The change: the most recent change among the causes whose hop is
+	// accepted; the cause: the latest write of that change, the one that
+	// triggered this write.
 	var best *cause
+	var why explanation
+	var late *cause // the most recent change's cause, when no hop is accepted
 	for i := range causes {
 		c := &causes[i]
 		if c.ref.Change == "" {
 			continue
 		}
-		if best == nil || c.ref.ChangeStart > best.ref.ChangeStart ||
-			(c.ref.ChangeStart == best.ref.ChangeStart && c.ref.StageNS > best.ref.StageNS) {
-			best = c
+		if best != nil && !(c.ref.ChangeStart > best.ref.ChangeStart ||
+			(c.ref.ChangeStart == best.ref.ChangeStart && c.ref.StageNS > best.ref.StageNS)) {
+			continue
 		}
+		x := en.explain(e, o, w.Writer.Name, c.rule, hopOf(e, c.ref), c.ref.StageNS)
+		if x.explain == cpid.ExplainUnexplained {
+			if late == nil || c.ref.ChangeStart > late.ref.ChangeStart {
+				late = c
+			}
+			continue
+		}
+		best, why = c, x
+	}
+	var root rootOf
+	if best == nil && late != nil && !w.Attempt {
+		x := en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
+		root = rootOf{trigger: triggerOf(w.Writer.Name, o), detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",
+			w.Writer.Name, time.Duration(hopOf(e, late.ref)).Round(time.Millisecond), late.rule, x.detail)}
+		return root
+	}
+	if best == nil && late != nil {
+		best = late // a failed attempt starts nothing: it stays with its cause, unexplained
+		why = en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
 	}
 	if best == nil && len(causes) > 0 {
 		best = &causes[0]
@@ -283,19 +325,21 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) {
 				best = &causes[i]
 			}
 		}
+		why = en.explain(e, o, w.Writer.Name, best.rule, hopOf(e, best.ref), best.ref.StageNS)
 	}
 	if best != nil {
 		w.ChangeID = best.ref.Change
 		w.CauseEventID = best.ref.EventID
 		w.Rule = best.rule
-		// The hop runs from when the cause became visible: its stage time,
-		// or this write's receive time if earlier (watchers see a write at
-		// its etcd commit, before the apiserver answers its writer).
-		w.HopNS = e.StageNS - min(best.ref.StageNS, e.ReceivedNS)
+		w.HopNS = hopOf(e, best.ref)
+		w.Explain, w.ExplainDetail = why.explain, why.detail
 	}
 	defer func() {
 		if best != nil {
-			en.explain(e, o, w, best.ref.StageNS)
+			w.Confidence = cpid.ConfidenceHeuristic
+			if exactRules[w.Rule] || w.CPIDOrigin == "annotation" {
+				w.Confidence = cpid.ConfidenceExact
+			}
 		}
 	}()
 
@@ -303,6 +347,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) {
 	if o.last != nil {
 		prevCPID = o.last.CPID
 	}
+
 	// An instrumented writer put a new CPID on the object: take it as it is.
 	if e.CPID != "" && e.CPID != prevCPID && !w.Attempt {
 		w.CPID, w.CPIDOrigin = e.CPID, "annotation"
@@ -310,7 +355,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) {
 			src := en.Graph.Maximal(e.Ancestors)
 			en.emit(e, cpid.Mergelog{CPID: e.CPID, Sources: src, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginAnnotation})
 		}
-		return
+		return rootOf{}
 	}
 	// As Algorithm 1 (and instrument.Tracer.Merge): causes without a CPID
 	// are ignored, and when none has one the write gets none either: a
@@ -339,6 +384,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) {
 			en.emit(e, cpid.Mergelog{CPID: w.CPID, Sources: maximal, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginInferred})
 		}
 	}
+	return rootOf{}
 }
 
 func (en *Engine) emit(e *Event, m cpid.Mergelog) {

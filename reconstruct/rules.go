@@ -102,6 +102,7 @@ type body struct {
 
 type condition struct {
 	Type               string `json:"type"`
+	Status             string `json:"status"`
 	LastTransitionTime string `json:"lastTransitionTime"`
 }
 
@@ -179,6 +180,12 @@ func readBody(o *Object, e *Event) {
 	case "pods":
 		if b.Spec.NodeName != "" {
 			o.NodeName = b.Spec.NodeName
+		}
+	case "nodes":
+		for _, c := range b.Status.Conditions {
+			if c.Type == "Ready" && c.Status != "" {
+				o.ready = c.Status
+			}
 		}
 	case "endpointslices":
 		o.ServiceName = b.Metadata.Labels["kubernetes.io/service-name"]

@@ -10,7 +10,7 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 2
+const stateVersion = 3
 
 type savedObject struct {
 	Key         cpid.ObjectKey
@@ -29,7 +29,9 @@ type savedObject struct {
 	ByTime      bool             `json:",omitempty"`
 	MaxRV       ordKey
 	MaxTime     ordKey
-	Unordered   bool `json:",omitempty"`
+	Unordered   bool     `json:",omitempty"`
+	Ready       string   `json:",omitempty"`
+	Failed      *failure `json:",omitempty"`
 }
 
 type savedState struct {
@@ -46,7 +48,8 @@ func (en *Engine) MarshalState() ([]byte, error) {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
 			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
-			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered})
+			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
+			Ready: o.ready, Failed: o.failed})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
 	keys := make([]string, len(s.Objects))
@@ -82,7 +85,8 @@ func (en *Engine) RestoreState(b []byte) error {
 	for _, so := range s.Objects {
 		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
 			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV, lastSource: so.LastSource,
-			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered}
+			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
+			ready: so.Ready, failed: so.Failed}
 		en.objects[o.Key] = o
 		if o.UID != "" {
 			en.byUID[o.UID] = o.Key

@@ -120,46 +120,71 @@ func ParseWindow(s string) (Window, error) {
 // references); the others find them by time.
 var exactRules = map[string]bool{"owner": true}
 
-// explain says why a write waited hop after its cause through rule: an
-// ordinary reaction within the writer's window; a retry when the same
-// writer's write to the object failed meanwhile; the apiserver when its
-// own latency annotations account for most of the wait; else unexplained.
-func (en *Engine) explain(e *Event, o *Object, w *cpid.Write, causeStageNS int64) {
-	switch {
-	case exactRules[w.Rule] || w.CPIDOrigin == "annotation":
-		w.Confidence = cpid.ConfidenceExact
-	default:
-		w.Confidence = cpid.ConfidenceHeuristic
+// explanation is why a hop took as long as it did.
+type explanation struct {
+	explain cpid.Explain
+	detail  string
+}
+
+// hopOf is the hop from cause r to write e: from when r became visible
+// (its stage time, or e's receive time if earlier: watchers see a write at
+// its etcd commit, before the apiserver answers its writer) to e completing.
+func hopOf(e *Event, r *Ref) int64 { return e.StageNS - min(r.StageNS, e.ReceivedNS) }
+
+// explain says why writer's write e to o waited hop after its cause
+// (visible at causeNS) through rule: an ordinary reaction within one of
+// the writer's bands; a retry when the same writer's write to the object
+// failed meanwhile; the apiserver when the request itself took most of it;
+// else unexplained.
+func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS int64) explanation {
+	d := time.Duration(hop)
+	bs := Bands(en.windows(), rule, writer)
+	if win, ok := within(bs, d); ok {
+		return explanation{explain: win.Explain}
 	}
-	hop := time.Duration(w.HopNS)
-	win, ok := within(Bands(en.windows(), w.Rule, w.Writer.Name), hop)
-	if ok {
-		w.Explain = win.Explain
-		return
-	}
-	if f := o.failed; f != nil && f.writer == w.Writer.Name && f.stageNS >= causeStageNS && f.stageNS <= e.StageNS {
-		w.Explain = cpid.ExplainBackoff
-		if f.code == 409 {
-			w.Explain = cpid.ExplainRequeue
+	if f := o.failed; f != nil && f.Writer == writer && f.StageNS >= causeNS && f.StageNS <= e.StageNS {
+		x := explanation{explain: cpid.ExplainBackoff}
+		if f.Code == 409 {
+			x.explain = cpid.ExplainRequeue
 		}
-		w.ExplainDetail = fmt.Sprintf("retried after its write failed with %d %s before", f.code,
-			time.Duration(e.StageNS-f.stageNS).Round(time.Millisecond))
-		return
+		x.detail = fmt.Sprintf("retried after its write failed with %d %s before", f.Code,
+			time.Duration(e.StageNS-f.StageNS).Round(time.Millisecond))
+		return x
 	}
-	if lat := e.APILatency(); lat > hop/2 {
-		w.Explain = cpid.ExplainAPIServer
-		w.ExplainDetail = fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))
-		return
+	if lat := e.APILatency(); lat > d/2 {
+		return explanation{explain: cpid.ExplainAPIServer, detail: fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))}
 	}
-	w.Explain = cpid.ExplainUnexplained
-	w.ExplainDetail = fmt.Sprintf("%s past the %s window of %s", (hop - win.Max).Round(time.Millisecond), win.Max, w.Writer.Name)
+	win, _ := within(bs, d)
+	return explanation{explain: cpid.ExplainUnexplained,
+		detail: fmt.Sprintf("%s past the %s window of %s", (d - win.Max).Round(time.Millisecond), win.Max, writer)}
+}
+
+// triggerOf names what started a change whose first write is writer's
+// write to o, none of whose causes explains it.
+func triggerOf(writer string, o *Object) cpid.Trigger {
+	switch {
+	case writer == "generic-garbage-collector":
+		return cpid.TriggerGC
+	case writer == "cronjob-controller":
+		return cpid.TriggerSchedule
+	case writer == "node-controller" || writer == "taint-eviction-controller" || writer == "pod-garbage-collector" ||
+		(o.Key.Resource == "nodes" && o.Key.Group == ""):
+		return cpid.TriggerNode
+	}
+	return cpid.TriggerUnknown
+}
+
+// nodeTransition reports whether a write took a Node's Ready condition
+// from one status to another (not from none: a new Node's first status).
+func nodeTransition(o *Object, was string) bool {
+	return o.Key.Resource == "nodes" && o.Key.Group == "" && was != "" && o.ready != "" && o.ready != was
 }
 
 // failure is the latest failed write to an object.
 type failure struct {
-	writer  string
-	code    int
-	stageNS int64
+	Writer  string
+	Code    int
+	StageNS int64
 }
 
 func (en *Engine) windows() []Window {

@@ -1,6 +1,7 @@
 package reconstruct
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,5 +79,64 @@ func TestExplainRetry(t *testing.T) {
 	last := d.Writes[len(d.Writes)-1]
 	if last.Explain != cpid.ExplainRequeue || last.ChangeID != "u" {
 		t.Errorf("the write after the 409: explain %q (%s), change %q; want requeue in change u", last.Explain, last.ExplainDetail, last.ChangeID)
+	}
+}
+
+// TestEnvironmentRoots: a Node whose Ready condition changes starts a
+// change of its own (trigger node), and the writes that follow it belong
+// to it, not to the user's change that created the objects; a controller
+// write long after a cause of a user's change, with nothing explaining the
+// wait, starts a change too (its trigger from the writer).
+func TestEnvironmentRoots(t *testing.T) {
+	en := NewEngine()
+	base := int64(1e18)
+	at := func(ms int64) int64 { return base + ms*1e6 }
+	node := func(id int64, user, ready string, ms int64) *Event {
+		return &Event{ID: id, AuditID: fmt.Sprintf("n%d", id), Verb: "patch", Resource: "nodes", Subresource: "status", Name: "n1",
+			ResourceVersion: fmt.Sprint(100 + id), Username: user, UserAgent: "x", Code: 200, ReceivedNS: at(ms), StageNS: at(ms) + 1e6,
+			Object: []byte(`{"kind":"Node","status":{"conditions":[{"type":"Ready","status":"` + ready + `"}]}}`)}
+	}
+	pod := func(id int64, user, verb string, ms int64) *Event {
+		return &Event{ID: id, AuditID: fmt.Sprintf("p%d", id), Verb: verb, Resource: "pods", Namespace: "default", Name: "web-1",
+			ResourceVersion: fmt.Sprint(100 + id), Username: user, UserAgent: "x", Code: 200, ReceivedNS: at(ms), StageNS: at(ms) + 1e6,
+			Object: []byte(`{"kind":"Pod","spec":{"nodeName":"n1"}}`)}
+	}
+	sa := func(name string) string { return "system:serviceaccount:kube-system:" + name }
+	en.Process(&Event{ID: 1, AuditID: "user-node", Verb: "create", Resource: "nodes", Name: "n1", ResourceVersion: "100",
+		Username: "admin", UserAgent: "kubectl/v1.37", Code: 201, ReceivedNS: at(0), StageNS: at(1)})
+	en.Process(node(2, "system:node:n1", "True", 30))
+	en.Process(&Event{ID: 3, AuditID: "user-pod", Verb: "create", Resource: "pods", Namespace: "default", Name: "web-1",
+		ResourceVersion: "103", Username: "admin", UserAgent: "kubectl/v1.37", Code: 201, ReceivedNS: at(1000), StageNS: at(1001),
+		Object: []byte(`{"kind":"Pod","spec":{"nodeName":"n1"}}`)})
+	en.Process(pod(4, "system:node:n1", "patch", 1100))
+	// 60 s later the node controller finds the node gone quiet.
+	en.Process(node(5, sa("node-controller"), "Unknown", 61000))
+	en.Process(pod(6, sa("node-controller"), "patch", 61050))
+	// 5 minutes after that, a controller writes the pod, nothing explaining
+	// the wait.
+	en.Process(pod(7, sa("some-controller"), "patch", 400000))
+	d := en.Drain()
+	byID := map[int64]cpid.Write{}
+	for _, w := range d.Writes {
+		byID[w.EventID] = w
+	}
+	changes := map[string]cpid.Change{}
+	for _, c := range d.Changes {
+		changes[c.ID] = c
+	}
+	if c := changes["n5"]; c.Trigger != cpid.TriggerNode || c.Detail != "Node n1 Ready True -> Unknown" {
+		t.Errorf("the node going Unknown: change %+v; want a node root", c)
+	}
+	if w := byID[6]; w.ChangeID != "n5" || w.Rule != "node" {
+		t.Errorf("the node controller's pod write: change %q by %q; want the node change", w.ChangeID, w.Rule)
+	}
+	if w := byID[4]; w.ChangeID != "user-pod" || w.Explain != cpid.ExplainKubelet {
+		t.Errorf("the kubelet's pod write: change %q, explain %q; want the user's change, kubelet", w.ChangeID, w.Explain)
+	}
+	if c := changes["p7"]; c.Trigger != cpid.TriggerUnknown || byID[7].ChangeID != "p7" {
+		t.Errorf("the late controller write: change %+v (write in %q); want a root of its own, trigger unknown", c, byID[7].ChangeID)
+	}
+	if len(changes) != 4 {
+		t.Errorf("%d changes, want 4 (two users', the node's, the late write's): %v", len(changes), changes)
 	}
 }
