@@ -1,40 +1,57 @@
 package ingest
 
 import (
+	"cmp"
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cpid-dev/cpid"
 )
 
 // Receiver is the HTTP handler for kube-apiserver's audit webhook backend
-// (--audit-webhook-config-file): each POST carries an audit.k8s.io/v1
-// EventList, which is stored in one transaction before the response is
-// sent. A 2xx therefore means stored: when the receiver crashes first, the
-// apiserver's retry sends the batch again, and events already stored are
-// skipped as duplicates.
+// (--audit-webhook-config-file, batch mode). Each POST carries an
+// audit.k8s.io/v1 EventList; its body is decoded as it is read
+// (ReadEventList), within the memory budget, and its good events are stored
+// in one transaction before the answer: a 2xx means stored. When the
+// receiver dies first, the apiserver's retry sends the batch again, and the
+// events already stored are skipped as duplicates. A bad event is counted,
+// reported with its index and skipped; only a body that is not an EventList
+// at all gets 400.
 //
-// When Token or ClientCerts is set, a request must authenticate with either:
-// a bearer token equal to Token, or a client certificate verified by the
-// server's TLS configuration (tls.Config.ClientCAs with
-// VerifyClientCertIfGiven). Others get 401.
+// A Receiver with a Sink is ready to use; the other fields are optional.
+// To shut down without waiting for stalled bodies, set ConnState as the
+// http.Server's ConnState and register Drain with RegisterOnShutdown.
 type Receiver struct {
 	Sink cpid.RecordWriter
 	// Token, when set, is a bearer token that authenticates a request.
 	Token string
-	// ClientCerts, when set, lets a verified client certificate
-	// authenticate a request.
+	// ClientCerts, when set, lets a client certificate verified by the
+	// server's TLS configuration (tls.Config.ClientCAs with
+	// VerifyClientCertIfGiven) authenticate a request.
 	ClientCerts bool
+	// AllowCN, when not empty, are the only subject common names of a
+	// client certificate that authenticate.
+	AllowCN []string
 	// MaxBody is the largest request body accepted, in bytes; larger ones
 	// get 413. Default 64 MiB (kube-apiserver's default batch limit,
 	// --audit-webhook-truncate-max-batch-size, is 10 MiB).
 	MaxBody int64
+	// BodyBudget is what the bodies being read, decoded and stored may hold
+	// at once, over every request, in bytes; a request beyond it gets 503
+	// with Retry-After. Default twice MaxBody. It should be at least
+	// MaxBody, or the largest bodies never fit.
+	BodyBudget int64
 	// Source names the input in the store (files.path). Default "webhook".
 	Source string
 	// Redaction removes credentials from audit bodies. Default
@@ -42,18 +59,59 @@ type Receiver struct {
 	Redaction *Redaction
 	// Metrics, when set, counts requests, events and the commit lag.
 	Metrics *Metrics
-	// Notice, when set, is told about rejected requests and store
-	// failures. It may be called from several goroutines at once.
+	// Notice, when set, is told about rejected requests, skipped events
+	// and store failures. It may be called from several goroutines at once.
 	Notice func(Notice)
 
-	mu sync.Mutex // one batch is written at a time
+	budget bodyBudget
+	busy   atomic.Int64 // requests answered 503 for the budget
+	write  sync.Mutex   // one batch is written at a time
+
+	connMu   sync.Mutex
+	conns    map[net.Conn]bool // open, for Drain
+	draining bool
+}
+
+// retryAfter is the Retry-After of a 503. client-go, which kube-apiserver's
+// webhook backend posts with, waits that long and posts again (up to 10
+// times) before its own backoff takes over.
+const retryAfter = "1"
+
+// badShown is how many bad events of one request are reported one by one.
+const badShown = 10
+
+// errBusy is the read error of a body that would overrun the budget.
+var errBusy = errors.New("memory budget full")
+
+// longAgo is a read deadline that has passed: reads fail at once.
+var longAgo = time.Unix(1, 0)
+
+func (rc *Receiver) maxBody() int64 {
+	if rc.MaxBody > 0 {
+		return rc.MaxBody
+	}
+	return 64 << 20
+}
+
+func (rc *Receiver) maxBudget() int64 {
+	if rc.BodyBudget > 0 {
+		return rc.BodyBudget
+	}
+	return 2 * rc.maxBody()
+}
+
+func (rc *Receiver) metrics() *Metrics {
+	if rc.Metrics != nil {
+		return rc.Metrics
+	}
+	return &Metrics{}
 }
 
 // ServeHTTP stores the EventList of a POST.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m := rc.Metrics
-	if m == nil {
-		m = &Metrics{}
+	if rc.isDraining() {
+		// The server is shutting down: this body is not read (see Drain).
+		http.NewResponseController(w).SetReadDeadline(longAgo)
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -65,61 +123,103 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.reject(w, r, http.StatusUnauthorized, "unauthenticated")
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
-		rc.reject(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: only JSON is accepted", ct))
+	if err := jsonContentType(r.Header.Get("Content-Type")); err != nil {
+		rc.reject(w, r, http.StatusUnsupportedMediaType, err.Error())
 		return
 	}
-	limit := rc.MaxBody
-	if limit <= 0 {
-		limit = 64 << 20
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	limit := rc.maxBody()
+	if r.ContentLength > limit {
 		rc.reject(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit))
 		return
 	}
-	if err != nil {
-		rc.reject(w, r, http.StatusBadRequest, "read body: "+err.Error())
+	// A body of known length is reserved whole before a byte is read; a
+	// chunked one is charged as it comes.
+	body := &charged{r: http.MaxBytesReader(w, r.Body, limit), b: &rc.budget, max: rc.maxBudget()}
+	defer func() { rc.budget.give(body.taken) }()
+	if !rc.budget.take(max(r.ContentLength, 0), body.max) {
+		rc.tooBusy(w, r, body.r)
 		return
 	}
-	events, err := decodeAudit(body, orDefault(rc.Redaction))
-	if err != nil {
+	body.taken = max(r.ContentLength, 0)
+
+	m := rc.metrics()
+	src := cmp.Or(rc.Source, "webhook")
+	batch := &cpid.Batch{}
+	var bad []string
+	items := 0
+	err := ReadEventList(body, rc.Redaction, func(i int, ev cpid.AuditEvent, err error) {
+		items++
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("event %d of the batch: %v", i, err))
+			return
+		}
+		batch.Audits = append(batch.Audits, cpid.Audit{AuditEvent: ev, Pos: cpid.Pos{File: src, Line: i + 1}})
+	})
+	var tooBig *http.MaxBytesError
+	var netErr net.Error
+	timeout := errors.As(body.err, &netErr) && netErr.Timeout()
+	switch {
+	case err == nil:
+	case errors.Is(body.err, errBusy):
+		rc.tooBusy(w, r, body.r)
+		return
+	case errors.As(body.err, &tooBig):
+		rc.reject(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit))
+		return
+	case timeout && rc.isDraining():
+		w.Header().Set("Retry-After", retryAfter)
+		rc.reject(w, r, http.StatusServiceUnavailable, "shutting down; retry")
+		return
+	case timeout:
+		rc.reject(w, r, http.StatusRequestTimeout, "body not read within --read-timeout")
+		return
+	case body.err != nil:
+		rc.reject(w, r, http.StatusBadRequest, "read body: "+body.err.Error())
+		return
+	default:
 		m.Bad.Add(1)
 		rc.reject(w, r, http.StatusBadRequest, "not an audit.k8s.io/v1 EventList: "+err.Error())
 		return
 	}
-	m.Lines.Add(int64(len(events)))
-	src := rc.Source
-	if src == "" {
-		src = "webhook"
+	m.Lines.Add(int64(items))
+	if len(bad) > 0 {
+		m.Bad.Add(int64(len(bad)))
+		for _, b := range bad[:min(len(bad), badShown)] {
+			rc.notice(Notice{Name: r.RemoteAddr, Reason: "skipped " + b})
+		}
+		if len(bad) > badShown {
+			rc.notice(Notice{Name: r.RemoteAddr, Reason: fmt.Sprintf("skipped %d more bad events of the batch", len(bad)-badShown)})
+		}
 	}
-	b := &cpid.Batch{Audits: make([]cpid.Audit, len(events))}
-	for i := range events {
-		b.Audits[i] = cpid.Audit{AuditEvent: events[i], Pos: cpid.Pos{File: src, Line: i + 1}}
+	if len(batch.Audits) > 0 {
+		// Not r.Context(): the server cancels it when the connection's read
+		// deadline passes during a long commit (or Drain cuts it), and a
+		// commit that started should end.
+		rc.write.Lock()
+		n, err := rc.Sink.Write(context.WithoutCancel(r.Context()), batch)
+		rc.write.Unlock()
+		if err != nil {
+			m.Failed.Add(1)
+			rc.notice(Notice{Name: src, Reason: "store: " + err.Error()})
+			http.Error(w, "store failed; retry", http.StatusInternalServerError)
+			return
+		}
+		m.Committed(batch, n, time.Now())
 	}
-	rc.mu.Lock()
-	n, err := rc.Sink.Write(r.Context(), b)
-	rc.mu.Unlock()
-	if err != nil {
-		m.Failed.Add(1)
-		rc.notice(Notice{Name: src, Reason: "store: " + err.Error()})
-		http.Error(w, "store failed; retry", http.StatusInternalServerError)
-		return
-	}
-	m.Committed(b, n, time.Now())
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, "{}\n")
 }
 
 // Authenticated reports whether r carries the credentials the receiver
-// asks for; with none configured, every request is.
+// asks for; with none configured, every request does.
 func (rc *Receiver) Authenticated(r *http.Request) bool {
 	if rc.Token == "" && !rc.ClientCerts {
 		return true
 	}
 	if rc.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-		return true
+		if len(rc.AllowCN) == 0 || slices.Contains(rc.AllowCN, r.TLS.VerifiedChains[0][0].Subject.CommonName) {
+			return true
+		}
 	}
 	if rc.Token != "" {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -128,6 +228,79 @@ func (rc *Receiver) Authenticated(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// ConnState keeps the open connections for Drain; set it as the
+// http.Server's ConnState.
+func (rc *Receiver) ConnState(c net.Conn, s http.ConnState) {
+	rc.connMu.Lock()
+	defer rc.connMu.Unlock()
+	switch s {
+	case http.StateNew:
+		if rc.conns == nil {
+			rc.conns = map[net.Conn]bool{}
+		}
+		rc.conns[c] = true
+		if rc.draining {
+			c.SetReadDeadline(longAgo)
+		}
+	case http.StateClosed, http.StateHijacked:
+		delete(rc.conns, c)
+	}
+}
+
+// Drain stops reading: every read of every open connection (see ConnState)
+// fails from now on, so that a body still coming, or stalled, ends at once
+// with 503 and Retry-After; a request that comes later is answered the
+// same. A batch read whole is still stored and answered 2xx. Register it
+// with http.Server.RegisterOnShutdown: without it, Shutdown waits for a
+// stalled body until the server's ReadTimeout. A batch cut short was not
+// acknowledged, and the apiserver posts it again.
+func (rc *Receiver) Drain() {
+	rc.connMu.Lock()
+	defer rc.connMu.Unlock()
+	rc.draining = true
+	// A connection whose request is read whole only loses the server's
+	// background read, which watches for the client going away.
+	for c := range rc.conns {
+		c.SetReadDeadline(longAgo)
+	}
+}
+
+func (rc *Receiver) isDraining() bool {
+	rc.connMu.Lock()
+	defer rc.connMu.Unlock()
+	return rc.draining
+}
+
+// jsonContentType accepts the media type application/json, with no charset
+// or utf-8.
+func jsonContentType(ct string) error {
+	if ct == "" {
+		return errors.New("no Content-Type: want application/json")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return fmt.Errorf("content type %q: %v", ct, err)
+	}
+	if mt != "application/json" {
+		return fmt.Errorf("content type %q: want application/json", ct)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return fmt.Errorf("content type %q: want charset utf-8", ct)
+	}
+	return nil
+}
+
+// tooBusy answers 503 with Retry-After, once the body is read through
+// (not kept: it is within MaxBody and the server's read timeout). A client
+// still writing a body that is not read would see its connection reset
+// instead of the answer, and lose the Retry-After.
+func (rc *Receiver) tooBusy(w http.ResponseWriter, r *http.Request, body io.Reader) {
+	io.Copy(io.Discard, body)
+	rc.busy.Add(1)
+	w.Header().Set("Retry-After", retryAfter)
+	rc.reject(w, r, http.StatusServiceUnavailable, "memory budget full (--body-budget); retry")
 }
 
 func (rc *Receiver) reject(w http.ResponseWriter, r *http.Request, code int, why string) {
@@ -142,4 +315,91 @@ func (rc *Receiver) notice(n Notice) {
 	if rc.Notice != nil {
 		rc.Notice(n)
 	}
+}
+
+// Busy is the number of requests answered 503 because the budget was full.
+func (rc *Receiver) Busy() int64 { return rc.busy.Load() }
+
+// WriteText writes what the receiver counts beside its Metrics (the 503s of
+// the budget, the bytes it holds), in the Prometheus text format, each name
+// prefixed with prefix (e.g. "cpid_webhook").
+func (rc *Receiver) WriteText(w io.Writer, prefix string) error {
+	for _, v := range []struct {
+		name, kind, help string
+		v                int64
+	}{
+		{"busy_total", "counter", "Requests answered 503 with Retry-After: the memory budget (--body-budget) was full.", rc.busy.Load()},
+		{"body_bytes", "gauge", "Bytes of request bodies held in the memory budget now.", rc.budget.load()},
+		{"body_budget_bytes", "gauge", "The memory budget of request bodies (--body-budget).", rc.maxBudget()},
+	} {
+		if _, err := fmt.Fprintf(w, "# HELP %s_%s %s\n# TYPE %s_%s %s\n%s_%s %d\n",
+			prefix, v.name, v.help, prefix, v.name, v.kind, prefix, v.name, v.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bodyBudget is what the bodies being read, decoded and stored hold at once,
+// in bytes.
+type bodyBudget struct {
+	mu   sync.Mutex
+	held int64
+}
+
+// take reserves n bytes if the budget, of max bytes, has them.
+func (b *bodyBudget) take(n, max int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+n > max {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	b.mu.Lock()
+	b.held -= n
+	b.mu.Unlock()
+}
+
+func (b *bodyBudget) load() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
+}
+
+// charged reads a body, taking from the budget each byte read beyond what
+// was reserved, and keeps the first error of the read other than EOF.
+type charged struct {
+	r     io.Reader
+	b     *bodyBudget
+	max   int64 // of b
+	taken int64 // bytes taken from b
+	read  int64
+	err   error
+}
+
+// chargeStep is how much more a chunked body takes from the budget at once.
+const chargeStep = 64 << 10
+
+func (c *charged) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	if over := c.read - c.taken; over > 0 {
+		more := max(over, chargeStep)
+		if !c.b.take(more, c.max) {
+			c.err = errBusy
+			return 0, c.err
+		}
+		c.taken += more
+	}
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
 }

@@ -38,12 +38,22 @@ A bad event in a batch (invalid JSON inside it, nested too deep, a field of
 the wrong type) is skipped, counted in cpid_webhook_bad_lines_total and
 reported with its index; the others are stored and the answer is 2xx. Only
 a body that is not an EventList at all gets 400.
-kube-apiserver retries a failed post (refused connection, reset, timeout,
-any non-2xx answer) only within its backoff (--audit-webhook-initial-backoff,
-10s by default, x1.5, 5 attempts: about 80 s), then drops the batch; a full
-buffer drops events too. For a history with no gap, also tail the audit log
-file into the same database (cpid-tui tail --audit-log): its events collapse
-with the webhook's (docs/LIVE.md).
+
+What kube-apiserver (k8s.io/apiserver 0.37) does when a post fails: it
+retries every failure (refused connection, TLS error, reset, its 30 s
+timeout, any status outside 200-206, 400 and 401 included) with its
+backoff: 5 attempts, waiting --audit-webhook-initial-backoff (10s by
+default) before the second and 1.5 times longer before each next one, each
+wait up to 20% longer: 81-98 s in all. Then it drops the batch (logged,
+counted in apiserver_audit_error_total). Within one attempt, client-go posts
+again after an answer 429 or 5xx with Retry-After, waiting that many
+seconds, up to 10 times within the attempt's 30 s. A full buffer
+(--audit-webhook-batch-buffer-size) drops events without a post, and a
+kube-apiserver that dies loses the events it buffered. So the webhook alone
+loses batches when serve is down or failing for longer than the backoff.
+For a history with no gap, keep the audit log and tail it into the same
+database (cpid-tui tail --audit-log): its events and the webhook's
+collapse into one row each (docs/LIVE.md).
 
 Authentication: --client-ca verifies client certificates (only those whose
 subject CN is given by --allow-cn, when given), --token-file accepts
@@ -58,6 +68,11 @@ gets 503 with Retry-After: 1, which kube-apiserver retries. A request must
 be read within --read-timeout, an idle keep-alive connection is closed
 after --idle-timeout, and beyond --max-conns open connections a new one is
 closed at once (docs/SECURITY.md).
+
+On SIGTERM or SIGINT serve stops accepting, ends every read at once (a body
+still coming gets 503 with Retry-After: the batch was not acknowledged, and
+kube-apiserver posts it again), stores and answers the batches read whole,
+waiting at most 30 s for them, and exits 0.
 
 /metrics (same listener and authentication) gives the counters and the lag
 histogram in the Prometheus text format. The webhook kubeconfig to give
@@ -186,19 +201,17 @@ Example:
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(2**bodyBudget + 128<<20))
 	}
 	m := &ingest.Metrics{}
-	wh := &receiver{sink: st, token: token, certs: *clientCA != "", allowCN: map[string]bool{}, maxBody: *maxBody,
-		budget: &budget{max: *bodyBudget}, red: redaction(), m: m, notice: notice}
-	for _, cn := range allowCN {
-		wh.allowCN[cn] = true
-	}
+	wh := &ingest.Receiver{Sink: st, Token: token, ClientCerts: *clientCA != "", AllowCN: allowCN, MaxBody: *maxBody,
+		BodyBudget: *bodyBudget, Redaction: redaction(), Metrics: m, Notice: notice}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !wh.authenticated(r) {
+		if !wh.Authenticated(r) {
 			http.Error(w, "unauthenticated", http.StatusUnauthorized)
 			return
 		}
 		metricsHandler(m, "cpid_webhook").ServeHTTP(w, r)
-		writeMetrics(w, wh, cl)
+		wh.WriteText(w, "cpid_webhook")
+		cl.writeMetrics(w)
 	}))
 	mux.Handle("/", wh)
 	switch {
@@ -209,7 +222,11 @@ Example:
 	}
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
-		ErrorLog: log.New(noticeWriter(notice), "", 0)}
+		ConnState: wh.ConnState, ErrorLog: log.New(noticeWriter(notice), "", 0)}
+	// On shutdown, reads end at once: a body still coming would otherwise
+	// hold Shutdown until --read-timeout. Only the batches read whole are
+	// still stored and answered.
+	srv.RegisterOnShutdown(wh.Drain)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
@@ -219,9 +236,12 @@ Example:
 	})
 	g.Go(func() error {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitGrace)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shut down: requests still in progress after %s: %w", commitGrace, err)
+		}
+		return nil
 	})
 	notice(ingest.Notice{Name: ln.Addr().String(), Reason: "listening"})
 	if *every > 0 {
@@ -229,9 +249,13 @@ Example:
 	}
 	err = g.Wait()
 	fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d bad, %d batches, %d requests rejected (%d busy), %d connections refused\n",
-		m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.busy.Load(), cl.refused.Load())
+		m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.Busy(), cl.refused.Load())
 	return err
 }
+
+// commitGrace is how long shutdown waits for the batches being stored
+// (Receiver.Drain has ended every read).
+const commitGrace = 30 * time.Second
 
 // loopback reports whether addr (host:port) names a loopback address.
 func loopback(addr string) bool {
