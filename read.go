@@ -194,10 +194,11 @@ type ChangeSpan struct {
 
 // Hop is one controller hop: a write and how long after its cause it completed.
 type Hop struct {
-	Writer  string
-	HopNS   int64
-	Rule    string
-	Explain Explain
+	Writer   string
+	HopNS    int64
+	Rule     string
+	Explain  Explain
+	Resource string
 }
 
 // TailSource is one log followed by `cpid-tui tail`: where the tailer stands
@@ -244,6 +245,25 @@ type ChangeReader interface {
 	TailSources(ctx context.Context) ([]TailSource, error)
 	// NewestMergelog returns the time of the newest mergelog, 0 when none.
 	NewestMergelog(ctx context.Context) (int64, error)
+}
+
+// TimeByReason adds up the hops of a timeline's critical path (marked by
+// MarkCritical) by why they waited and by who waited: where a change's time
+// went.
+func TimeByReason(ts []TimelineEntry) (byReason, byWriter map[string]int64) {
+	byReason, byWriter = map[string]int64{}, map[string]int64{}
+	for _, t := range ts {
+		if !t.Critical || t.CauseID == 0 {
+			continue
+		}
+		why := string(t.Explain)
+		if why == "" {
+			why = string(ExplainUnexplained)
+		}
+		byReason[why] += t.HopNS
+		byWriter[t.Writer] += t.HopNS
+	}
+	return byReason, byWriter
 }
 
 // MarkCritical marks the critical path of a change's timeline (its writes

@@ -484,7 +484,7 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, 
 // Hops returns the hop latencies of every explained write of a change (all
 // changes when change is "").
 func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
-	rows, err := s.pool.Query(ctx, `SELECT writer, hop_ns, COALESCE(cause_rule, ''), COALESCE(explain, '') FROM revisions
+	rows, err := s.pool.Query(ctx, `SELECT writer, hop_ns, COALESCE(cause_rule, ''), COALESCE(explain, ''), resource FROM revisions
 		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND ($1 = '' OR change_id = $1)
 		AND ($2 = '' OR cluster = $2) ORDER BY event_id`, change, s.cluster)
 	if err != nil {

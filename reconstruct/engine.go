@@ -49,6 +49,8 @@ type Object struct {
 	// ready is a Node's Ready condition status ("True", "False",
 	// "Unknown") after its latest write, "" before the first.
 	ready string
+	// deleted: the latest successful write was a delete.
+	deleted bool
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -93,6 +95,36 @@ func (o *Object) observed(t int64) *Ref {
 type State struct {
 	objects map[cpid.ObjectKey]*Object
 	byUID   map[string]cpid.ObjectKey
+	// children holds, per owner UID, the two dependents written last (the
+	// latest first): what an owner's controller reacts to when it writes
+	// the owner's status or replaces a dependent.
+	children map[string][2]cpid.ObjectKey
+}
+
+// LatestDependents returns the dependents of the owner with that UID
+// written last, the latest first, none of them skip.
+func (s *State) LatestDependents(uid string, skip cpid.ObjectKey) []cpid.ObjectKey {
+	var out []cpid.ObjectKey
+	for _, k := range s.children[uid] {
+		if k != (cpid.ObjectKey{}) && k != skip {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// wrote records a successful write of o among its owners' dependents.
+func (s *State) wrote(o *Object) {
+	for _, r := range o.OwnerRefs {
+		if r.UID == "" {
+			continue
+		}
+		c := s.children[r.UID]
+		if c[0] != o.Key {
+			c[0], c[1] = o.Key, c[0]
+		}
+		s.children[r.UID] = c
+	}
 }
 
 // ByUID finds an object by metadata.uid.
@@ -130,7 +162,7 @@ func (en *Engine) Drain() cpid.Derived {
 // NewEngine returns an engine with an empty state and graph.
 func NewEngine() *Engine {
 	return &Engine{
-		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}},
+		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, children: map[string][2]cpid.ObjectKey{}},
 		Graph:    NewGraph(),
 		recorded: map[string]uint8{},
 	}
@@ -239,6 +271,8 @@ func (en *Engine) Process(e *Event) {
 		}
 	}
 	o.prev, o.last = o.last, ref
+	o.deleted = e.Verb == "delete" && e.Subresource == ""
+	en.wrote(o)
 	en.Writes = append(en.Writes, w)
 }
 

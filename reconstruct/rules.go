@@ -48,6 +48,37 @@ var Rules = []Rule{
 		},
 	},
 	{
+		Name: "dependents",
+		Doc:  "a controller's write to an owner's status (a ReplicaSet's, a Deployment's) follows the latest writes of its dependents (its Pods, its ReplicaSets)",
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
+			if o.UID == "" || w.Subresource != "status" {
+				return nil
+			}
+			return s.LatestDependents(o.UID, o.Key)
+		},
+	},
+	{
+		Name: "siblings",
+		Doc:  "a controller's create or delete of a dependent follows the deletion of another dependent of the same owner (a ReplicaSet replacing an evicted Pod)",
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
+			if w.Subresource != "" || w.Verb != "create" && w.Verb != "delete" {
+				return nil
+			}
+			var out []cpid.ObjectKey
+			for _, r := range o.OwnerRefs {
+				if !r.Controller || r.UID == "" {
+					continue
+				}
+				for _, k := range s.LatestDependents(r.UID, o.Key) {
+					if d := s.Object(k); d != nil && d.deleted {
+						out = append(out, k)
+					}
+				}
+			}
+			return out
+		},
+	},
+	{
 		Name: "service",
 		Doc:  "an EndpointSlice (label kubernetes.io/service-name) or Endpoints (same name) follows its Service",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
@@ -73,12 +104,16 @@ var Rules = []Rule{
 	},
 	{
 		Name: "node",
-		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted) follows its Node",
+		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted), the taint eviction controller or its node's kubelet follows its Node",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
-			if o.Key.Resource != "pods" || o.NodeName == "" || ClassifyWriter(w.Username, w.UserAgent).Name != "node-controller" {
+			if o.Key.Resource != "pods" || o.NodeName == "" {
 				return nil
 			}
-			return []cpid.ObjectKey{{Resource: "nodes", Name: o.NodeName}}
+			switch wr := ClassifyWriter(w.Username, w.UserAgent).Name; {
+			case wr == "node-controller", wr == "taint-eviction-controller", wr == "kubelet "+o.NodeName, wr == "kwok":
+				return []cpid.ObjectKey{{Resource: "nodes", Name: o.NodeName}}
+			}
+			return nil
 		},
 	},
 }

@@ -10,7 +10,7 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 3
+const stateVersion = 4
 
 type savedObject struct {
 	Key         cpid.ObjectKey
@@ -32,24 +32,26 @@ type savedObject struct {
 	Unordered   bool     `json:",omitempty"`
 	Ready       string   `json:",omitempty"`
 	Failed      *failure `json:",omitempty"`
+	Deleted     bool     `json:",omitempty"`
 }
 
 type savedState struct {
-	Version int
-	Objects []savedObject
+	Version  int
+	Objects  []savedObject
+	Children map[string][2]cpid.ObjectKey `json:",omitempty"`
 }
 
 // MarshalState saves what the engine knows of objects, so that a later run
 // can go on where this one stopped. The graph is not included: it is
 // rebuilt from the stored mergelogs with RestoreMergelog.
 func (en *Engine) MarshalState() ([]byte, error) {
-	s := savedState{Version: stateVersion, Objects: make([]savedObject, 0, len(en.objects))}
+	s := savedState{Version: stateVersion, Objects: make([]savedObject, 0, len(en.objects)), Children: en.children}
 	for _, o := range en.objects {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
 			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
 			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
-			Ready: o.ready, Failed: o.failed})
+			Ready: o.ready, Failed: o.failed, Deleted: o.deleted})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
 	keys := make([]string, len(s.Objects))
@@ -86,11 +88,14 @@ func (en *Engine) RestoreState(b []byte) error {
 		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
 			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV, lastSource: so.LastSource,
 			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
-			ready: so.Ready, failed: so.Failed}
+			ready: so.Ready, failed: so.Failed, deleted: so.Deleted}
 		en.objects[o.Key] = o
 		if o.UID != "" {
 			en.byUID[o.UID] = o.Key
 		}
+	}
+	for uid, c := range s.Children {
+		en.children[uid] = c
 	}
 	return nil
 }

@@ -18,10 +18,11 @@ import (
 // latency) or is "unexplained".
 type Window struct {
 	// Rule is the inference rule ("" for any), Writer the writer's name:
-	// exact, a prefix ending in "*", or "" for any.
-	Rule, Writer string
-	Max          time.Duration
-	Explain      cpid.Explain
+	// exact, a prefix ending in "*", or "" for any; Resource the written
+	// object's resource ("" for any).
+	Rule, Writer, Resource string
+	Max                    time.Duration
+	Explain                cpid.Explain
 	// Why is the upstream behaviour the default follows, for people.
 	Why string
 }
@@ -43,17 +44,19 @@ var DefaultWindows = []Window{
 	{Writer: "taint-eviction-controller", Max: 300*time.Second + informer, Explain: cpid.ExplainToleration,
 		Why: "evictions wait for the pod's tolerationSeconds of the node's NoExecute taint (300 s by DefaultTolerationSeconds)"},
 	{Writer: "node-controller", Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
-	{Writer: "node-controller", Max: 50*time.Second + informer, Explain: cpid.ExplainNodeGrace,
+	{Writer: "node-controller", Resource: "pods", Max: 300*time.Second + informer, Explain: cpid.ExplainToleration,
+		Why: "the node lifecycle controller evicts a pod when its tolerationSeconds of the node's NoExecute taint run out (300 s by DefaultTolerationSeconds)"},
+	{Writer: "node-controller", Resource: "nodes", Max: 50*time.Second + informer, Explain: cpid.ExplainNodeGrace,
 		Why: "the node lifecycle controller marks a node Unknown after --node-monitor-grace-period (50 s) without a heartbeat"},
 	{Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
 }
 
 // Bands returns the windows of ws that apply to a hop of writer through
-// rule: the writer's own, else the generic ones.
-func Bands(ws []Window, rule, writer string) []Window {
+// rule to an object of resource: the writer's own, else the generic ones.
+func Bands(ws []Window, rule, writer, resource string) []Window {
 	var own, generic []Window
 	for _, w := range ws {
-		if w.Rule != "" && w.Rule != rule {
+		if w.Rule != "" && w.Rule != rule || w.Resource != "" && w.Resource != resource {
 			continue
 		}
 		switch {
@@ -138,7 +141,7 @@ func hopOf(e *Event, r *Ref) int64 { return e.StageNS - min(r.StageNS, e.Receive
 // else unexplained.
 func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS int64) explanation {
 	d := time.Duration(hop)
-	bs := Bands(en.windows(), rule, writer)
+	bs := Bands(en.windows(), rule, writer, o.Key.Resource)
 	if win, ok := within(bs, d); ok {
 		return explanation{explain: win.Explain}
 	}

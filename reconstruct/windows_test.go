@@ -10,22 +10,23 @@ import (
 
 func TestWindows(t *testing.T) {
 	for _, c := range []struct {
-		name, rule, writer string
-		hop                time.Duration
-		want               cpid.Explain
-		ok                 bool
+		name, rule, writer, resource string
+		hop                          time.Duration
+		want                         cpid.Explain
+		ok                           bool
 	}{
-		{"ordinary reaction", "owner", "replicaset-controller", 80 * time.Millisecond, cpid.ExplainInformer, true},
-		{"slow controller", "owner", "replicaset-controller", 6 * time.Second, cpid.ExplainInformer, false},
-		{"node agent", "owner", "kubelet node-1", 40 * time.Second, cpid.ExplainKubelet, true},
-		{"kwok", "self", "kwok", 2 * time.Minute, cpid.ExplainKubelet, true},
-		{"node controller at once", "node", "node-controller", 100 * time.Millisecond, cpid.ExplainInformer, true},
-		{"node controller after the grace period", "self", "node-controller", 41 * time.Second, cpid.ExplainNodeGrace, true},
-		{"eviction after tolerationSeconds", "self", "taint-eviction-controller", 300 * time.Second, cpid.ExplainToleration, true},
-		{"eviction past any toleration", "self", "taint-eviction-controller", 10 * time.Minute, cpid.ExplainToleration, false},
+		{"ordinary reaction", "owner", "replicaset-controller", "pods", 80 * time.Millisecond, cpid.ExplainInformer, true},
+		{"slow controller", "owner", "replicaset-controller", "pods", 6 * time.Second, cpid.ExplainInformer, false},
+		{"node agent", "owner", "kubelet node-1", "pods", 40 * time.Second, cpid.ExplainKubelet, true},
+		{"kwok", "self", "kwok", "pods", 2 * time.Minute, cpid.ExplainKubelet, true},
+		{"node controller at once", "node", "node-controller", "pods", 100 * time.Millisecond, cpid.ExplainInformer, true},
+		{"node controller after the grace period", "self", "node-controller", "nodes", 41 * time.Second, cpid.ExplainNodeGrace, true},
+		{"node controller's eviction after tolerationSeconds", "node", "node-controller", "pods", 12 * time.Second, cpid.ExplainToleration, true},
+		{"eviction after tolerationSeconds", "self", "taint-eviction-controller", "pods", 300 * time.Second, cpid.ExplainToleration, true},
+		{"eviction past any toleration", "self", "taint-eviction-controller", "pods", 10 * time.Minute, cpid.ExplainToleration, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w, ok := within(Bands(DefaultWindows, c.rule, c.writer), c.hop)
+			w, ok := within(Bands(DefaultWindows, c.rule, c.writer, c.resource), c.hop)
 			if w.Explain != c.want || ok != c.ok {
 				t.Errorf("within = %s, %v; want %s, %v", w.Explain, ok, c.want, c.ok)
 			}
@@ -52,10 +53,10 @@ func TestParseWindow(t *testing.T) {
 	}
 	// A given window goes before the defaults.
 	ws := append([]Window{w, k}, DefaultWindows...)
-	if _, ok := within(Bands(ws, "owner", "kwok"), 8*time.Minute); !ok {
+	if _, ok := within(Bands(ws, "owner", "kwok", "pods"), 8*time.Minute); !ok {
 		t.Error("kwok=10m does not hold an 8 minute hop")
 	}
-	if _, ok := within(Bands(ws, "owner", "replicaset-controller"), 3*time.Second); ok {
+	if _, ok := within(Bands(ws, "owner", "replicaset-controller", "pods"), 3*time.Second); ok {
 		t.Error("owner/replicaset-controller=2s holds a 3 s hop")
 	}
 }

@@ -94,20 +94,32 @@ func TestBrowseQueries(t *testing.T) {
 			t.Fatalf("nodes = %+v, want the root CPID first", g.Nodes)
 		}
 		writes := 0
-		var deploy *cpid.GraphObject
+		// The Deployment under each CPID it carried in the change: the
+		// user's write under the root, the controller's status writes under
+		// the CPIDs they merged.
+		var deploy []cpid.GraphObject
 		for _, n := range g.Nodes {
-			for i, o := range n.Objects {
+			for _, o := range n.Objects {
 				writes += o.Writes
-				if n.CPID == ch.ID && o.Resource == "deployments" && o.Name == "web" {
-					deploy = &n.Objects[i]
+				if o.Resource == "deployments" && o.Name == "web" {
+					deploy = append(deploy, o)
 				}
 			}
 		}
 		if writes != ch.Writes {
 			t.Errorf("objects hold %d writes, the change has %d", writes, ch.Writes)
 		}
-		if deploy == nil || deploy.Kind != "Deployment" || !slices.Contains(deploy.Writers, "deployment-controller") ||
-			deploy.Writers[0] != "kubectl (kubernetes-admin)" || deploy.Attempts == 0 {
+		var writers []string
+		attempts := 0
+		for _, o := range deploy {
+			if o.Kind != "Deployment" {
+				t.Errorf("Deployment web has kind %q", o.Kind)
+			}
+			writers = append(writers, o.Writers...)
+			attempts += o.Attempts
+		}
+		if len(writers) == 0 || writers[0] != "kubectl (kubernetes-admin)" || !slices.Contains(writers, "deployment-controller") ||
+			attempts == 0 {
 			t.Errorf("Deployment web = %+v, want kubectl first, then deployment-controller, with its 409s", deploy)
 		}
 		merged := 0

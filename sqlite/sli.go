@@ -43,7 +43,7 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, 
 // Hops returns the hop latencies of every explained write of a change (all
 // changes when change is "").
 func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT writer, hop_ns, COALESCE(cause_rule, ''), COALESCE(explain, '') FROM revisions
+	rows, err := s.r.QueryContext(ctx, `SELECT writer, hop_ns, COALESCE(cause_rule, ''), COALESCE(explain, ''), resource FROM revisions
 		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND (?1 = '' OR change_id = ?1)
 		AND (?2 = '' OR cluster = ?2) ORDER BY event_id`, change, s.cluster)
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
 	var out []cpid.Hop
 	for rows.Next() {
 		var h cpid.Hop
-		if err := rows.Scan(&h.Writer, &h.HopNS, &h.Rule, &h.Explain); err != nil {
+		if err := rows.Scan(&h.Writer, &h.HopNS, &h.Rule, &h.Explain, &h.Resource); err != nil {
 			return nil, err
 		}
 		out = append(out, h)

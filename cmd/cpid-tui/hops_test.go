@@ -28,16 +28,16 @@ func TestQueryHops(t *testing.T) {
 		}
 		m := map[string]hopRow{}
 		for _, r := range rows {
-			m[r.Rule+"/"+r.Writer] = r
+			m[r.Rule+"/"+r.Writer+"/"+r.Resource] = r
 		}
 		return m
 	}
 	m := hops()
-	rs, ok := m["owner/replicaset-controller"]
+	rs, ok := m["owner/replicaset-controller/pods"]
 	if !ok || rs.N == 0 || rs.WindowNS <= 0 || rs.Past != 0 || rs.Explain["informer"] != rs.N {
 		t.Errorf("owner/replicaset-controller: %+v; want hops, all within the window, all informer", rs)
 	}
-	if k := m["owner/kwok"]; k.Explain["kubelet"] != k.N || k.N == 0 {
+	if k := m["owner/kwok/pods"]; k.Explain["kubelet"] != k.N || k.N == 0 {
 		t.Errorf("owner/kwok: %+v; want every hop explained as kubelet", k)
 	}
 	for k, r := range m {
@@ -48,7 +48,7 @@ func TestQueryHops(t *testing.T) {
 	if code, out, errOut := runCmd(t, nil, "reconstruct", "--db", db, "--full", "--window", "owner/replicaset-controller=1ms"); code != 0 {
 		t.Fatalf("reconstruct --window: exit %d\n%s%s", code, out, errOut)
 	}
-	rs = hops()["owner/replicaset-controller"]
+	rs = hops()["owner/replicaset-controller/pods"]
 	if rs.Explain["informer"] != 0 || rs.Explain["unexplained"]+rs.Explain["apiserver"] != rs.N {
 		t.Errorf("held to 1 ms: %+v; want every hop explained by the apiserver or unexplained", rs)
 	}

@@ -31,7 +31,7 @@ database is opened read-only: never created, never migrated.
   related CPID       the CPID and every CPID descending from it (paper Table 2)
   origins CPID       the CPID and every CPID it descends from
   hops               the reaction windows beside the hops observed in this
-                     database, per rule and writer: the window (docs/CAUSALITY.md),
+                     database, per rule, writer and resource: the window (docs/CAUSALITY.md),
                      how many hops, p50/p90/p99/max, how many were past it
                      and why they waited (--change ID for one change)
   sli                p50/p90/p99 of user change to Pod created, scheduled,
@@ -43,9 +43,12 @@ Tables show strings from the logs without control characters or escape
 sequences; --output csv writes them escaped (\x1b), --output json exactly
 (docs/SECURITY.md).
 
---output json gives, for changes: id, started_ns, settled_ns, user, verb,
-kind, api_group, namespace, name, writes, objects, cluster...; for a timeline entry: ns, writer,
-verb, kind, namespace, name, subresource, cause_ns, origin, critical...
+--output json gives, for changes: id, started_ns, settled_ns, trigger, user,
+verb, kind, api_group, namespace, name, writes, objects, cluster,
+time_by_reason_ns and time_by_writer_ns (the critical path's hops added up by
+why they waited and by writer)...; for a timeline entry: ns, writer, verb,
+kind, namespace, name, subresource, cause_ns, hop_ns, explain, confidence,
+origin, critical...
 
 Examples:
   cpid-tui query changes --sort duration --limit 5
@@ -128,7 +131,21 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if fleet {
 			head = append([]string{"CLUSTER"}, head...)
 		}
-		return output(e.stdout, *out, head, rows, cs)
+		if *out != "json" {
+			return output(e.stdout, *out, head, rows, cs)
+		}
+		// JSON adds where each change's time went: its critical path's
+		// hops by reason and by writer.
+		full := make([]changeJSON, len(cs))
+		for i, c := range cs {
+			ts, err := st.Timeline(ctx, c.ID)
+			if err != nil {
+				return err
+			}
+			full[i].ChangeRow = c
+			full[i].TimeByReason, full[i].TimeByWriter = cpid.TimeByReason(ts)
+		}
+		return output(e.stdout, *out, head, rows, full)
 	case "timeline":
 		if err := need(1); err != nil {
 			return err
@@ -285,6 +302,7 @@ func durOr(n int, ns int64) string {
 type hopRow struct {
 	Rule     string         `json:"rule"`
 	Writer   string         `json:"writer"`
+	Resource string         `json:"resource"`
 	WindowNS int64          `json:"window_ns"` // the widest band of the writer (reconstruct.DefaultWindows)
 	Window   string         `json:"window"`    // every band: "5s informer, 55s node-grace"
 	N        int            `json:"n"`
@@ -301,10 +319,10 @@ func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format
 	if err != nil {
 		return err
 	}
-	type key struct{ rule, writer string }
+	type key struct{ rule, writer, resource string }
 	groups := map[key][]cpid.Hop{}
 	for _, h := range hops {
-		k := key{h.Rule, h.Writer}
+		k := key{h.Rule, h.Writer, h.Resource}
 		groups[k] = append(groups[k], h)
 	}
 	keys := make([]key, 0, len(groups))
@@ -315,20 +333,23 @@ func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format
 		if keys[i].rule != keys[j].rule {
 			return keys[i].rule < keys[j].rule
 		}
-		return keys[i].writer < keys[j].writer
+		if keys[i].writer != keys[j].writer {
+			return keys[i].writer < keys[j].writer
+		}
+		return keys[i].resource < keys[j].resource
 	})
 	out := []hopRow{}
 	var rows [][]string
 	for _, k := range keys {
 		hs := groups[k]
-		bands := reconstruct.Bands(reconstruct.DefaultWindows, k.rule, k.writer)
+		bands := reconstruct.Bands(reconstruct.DefaultWindows, k.rule, k.writer, k.resource)
 		var widest int64
 		var names []string
 		for _, b := range bands {
 			widest = max(widest, int64(b.Max))
 			names = append(names, fmt.Sprintf("%s %s", dur(int64(b.Max)), b.Explain))
 		}
-		r := hopRow{Rule: k.rule, Writer: k.writer, WindowNS: widest, Window: strings.Join(names, ", "), Explain: map[string]int{}}
+		r := hopRow{Rule: k.rule, Writer: k.writer, Resource: k.resource, WindowNS: widest, Window: strings.Join(names, ", "), Explain: map[string]int{}}
 		ns := make([]int64, len(hs))
 		for i, h := range hs {
 			ns[i] = h.HopNS
@@ -345,8 +366,17 @@ func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format
 			why = append(why, fmt.Sprintf("%s %d", x, n))
 		}
 		sort.Strings(why)
-		rows = append(rows, []string{r.Rule, r.Writer, r.Window, strconv.Itoa(r.N), dur(r.P50NS), dur(r.P90NS), dur(r.P99NS),
+		rows = append(rows, []string{r.Rule, r.Writer, r.Resource, r.Window, strconv.Itoa(r.N), dur(r.P50NS), dur(r.P90NS), dur(r.P99NS),
 			dur(r.MaxNS), strconv.Itoa(r.Past), strings.Join(why, ", ")})
 	}
-	return output(e.stdout, format, []string{"RULE", "WRITER", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"}, rows, out)
+	return output(e.stdout, format, []string{"RULE", "WRITER", "RESOURCE", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"}, rows, out)
+}
+
+// changeJSON is a change as `query changes --output json` prints it.
+type changeJSON struct {
+	cpid.ChangeRow
+	// TimeByReason and TimeByWriter add up the hops of the change's critical
+	// path, in ns, by explanation and by writer.
+	TimeByReason map[string]int64 `json:"time_by_reason_ns"`
+	TimeByWriter map[string]int64 `json:"time_by_writer_ns"`
 }

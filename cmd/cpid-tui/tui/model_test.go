@@ -263,7 +263,20 @@ func TestDAG(t *testing.T) {
 		t.Errorf("expanding again: %d rows, want %d", len(d.rows), n)
 	}
 	// An object: enter shows its revisions.
-	press(t, m, "j", "j", "enter")
+	rs := -1
+	for i, r := range d.rows {
+		if r.obj >= 0 && d.g.Nodes[r.node].Objects[r.obj].Resource == "replicasets" {
+			rs = i
+			break
+		}
+	}
+	if rs < 0 {
+		t.Fatal("no ReplicaSet in the DAG")
+	}
+	for range rs {
+		press(t, m, "j")
+	}
+	press(t, m, "enter")
 	if c.tab != paneRevisions || c.revs.ref.Resource != "replicasets" {
 		t.Errorf("enter on an object: pane %d, revisions of %+v", c.tab, c.revs.ref)
 	}
