@@ -65,6 +65,35 @@ type WriteScan struct {
 	Bodies          []string
 }
 
+// EvidenceScan selects the evidence a reconstruct run reads.
+type EvidenceScan struct {
+	AfterNS, UpToID int64
+	// StartMarkers are substrings of a request URI that mark an informer's
+	// initial list ("sendInitialEvents=true", "resourceVersion=0").
+	StartMarkers []string
+	// LeaseNamespace and Leases name the leader election leases.
+	LeaseNamespace string
+	Leases         []string
+}
+
+// Evidence is a record that tells why a controller waited: a process
+// (re)starting its informers, or a leader election lease written.
+type Evidence struct {
+	// Kind is "start" or "lease".
+	Kind string
+	// AtNS is when the apiserver received the request (start) or completed
+	// the write (lease).
+	AtNS      int64
+	UserAgent string
+	// Resource is what a start listed.
+	Resource string
+	// Lease is the lease's name, Holder its spec.holderIdentity after the
+	// write ("" when the audit level keeps no body), Code the answer.
+	Lease  string
+	Holder string
+	Code   int
+}
+
 // LogEntry is a stored controller log record, as reconstruct reads it.
 type LogEntry struct {
 	ID     int64
@@ -103,6 +132,11 @@ type DerivedStore interface {
 	// ScanMergelogs calls fn for every stored mergelog that is final at the
 	// cutoff (from a log, or from a write received up to it), oldest first.
 	ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(Mergelog) error) error
+	// ScanEvidence calls fn, in time order, for what q selects beside the
+	// writes: informer starts (list and watch requests whose URI holds one
+	// of q.StartMarkers) and the writes of q.Leases, received after
+	// q.AfterNS, with id at most q.UpToID.
+	ScanEvidence(ctx context.Context, q EvidenceScan, fn func(Evidence) error) error
 	// DeleteMergelogs deletes the mergelogs of cpids and their edges, in one
 	// transaction.
 	DeleteMergelogs(ctx context.Context, cpids []string) error

@@ -457,3 +457,35 @@ func (d *deriveTx) Abort() {
 		d.tx = nil
 	}
 }
+
+// ScanEvidence calls fn for the informer starts and leader election lease
+// writes q selects (cpid.DerivedStore), in time order.
+func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(cpid.Evidence) error) error {
+	marks := q.StartMarkers
+	if marks == nil {
+		marks = []string{}
+	}
+	leases := q.Leases
+	if leases == nil {
+		leases = []string{}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0)
+		FROM audit_events e WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3 AND e.verb IN ('list', 'watch')
+		  AND e.stage IN ('ResponseStarted', 'ResponseComplete')
+		  AND EXISTS (SELECT 1 FROM unnest($4::text[]) m WHERE strpos(e.request_uri, m) > 0)
+		UNION ALL
+		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name,
+		  COALESCE(b.response_object::json -> 'spec' ->> 'holderIdentity', ''), COALESCE(e.code, 0)
+		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
+		WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3 AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
+		  AND e.resource = 'leases' AND e.namespace = $5 AND e.name = ANY($6)
+		ORDER BY 2`, q.AfterNS, q.UpToID, s.own(), marks, q.LeaseNamespace, leases)
+	if err != nil {
+		return fmt.Errorf("scan evidence: %w", err)
+	}
+	var ev cpid.Evidence
+	_, err = pgx.ForEachRow(rows, []any{&ev.Kind, &ev.AtNS, &ev.UserAgent, &ev.Resource, &ev.Lease, &ev.Holder, &ev.Code}, func() error {
+		return fn(ev)
+	})
+	return err
+}

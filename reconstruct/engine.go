@@ -43,9 +43,9 @@ type Object struct {
 	// unordered: the writes' places may differ from their arrival order
 	// (one came out of time order, or the object was reordered).
 	unordered bool
-	// failed is the latest failed write to the object, for explaining a
-	// retry.
-	failed *failure
+	// failed holds, per writer, its latest failed write to the object that
+	// it has not yet followed with a successful one: the next is a retry.
+	failed map[string]failure
 	// ready is a Node's Ready condition status ("True", "False",
 	// "Unknown") after its latest write, "" before the first.
 	ready string
@@ -146,6 +146,13 @@ type Engine struct {
 	// Windows are the reaction windows hops are explained by (nil:
 	// DefaultWindows).
 	Windows []Window
+	// ev is what explains a controller's silence (AddEvidence); epochs
+	// holds the first write of each start of a process that continued
+	// interrupted work (the root of its controller-start change), and
+	// epoch the start the write being processed opens.
+	ev     evidence
+	epochs map[string]*Ref
+	epoch  string
 
 	// Derived accumulates what Process emits until Drain takes it.
 	cpid.Derived
@@ -165,6 +172,8 @@ func NewEngine() *Engine {
 		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, children: map[string][2]cpid.ObjectKey{}},
 		Graph:    NewGraph(),
 		recorded: map[string]uint8{},
+		ev:       newEvidence(),
+		epochs:   map[string]*Ref{},
 	}
 }
 
@@ -248,7 +257,10 @@ func (en *Engine) Process(e *Event) {
 	}
 
 	if w.Attempt {
-		o.failed = &failure{Writer: w.Writer.Name, Code: e.Code, StageNS: e.StageNS}
+		if o.failed == nil {
+			o.failed = map[string]failure{}
+		}
+		o.failed[w.Writer.Name] = failure{Writer: w.Writer.Name, Code: e.Code, StageNS: e.StageNS}
 		en.Writes = append(en.Writes, w)
 		return
 	}
@@ -263,14 +275,14 @@ func (en *Engine) Process(e *Event) {
 	case w.CPIDOrigin == "root":
 		ref.ChangeStart = e.ReceivedNS
 	case w.ChangeID != "":
-		for _, c := range causes {
-			if c.ref.Change == w.ChangeID {
-				ref.ChangeStart = c.ref.ChangeStart
-				break
-			}
-		}
+		ref.ChangeStart = root.changeStart
 	}
 	o.prev, o.last = o.last, ref
+	delete(o.failed, w.Writer.Name) // retried: the failure is explained
+	if en.epoch != "" {
+		en.epochs[en.epoch] = ref
+		en.epoch = ""
+	}
 	o.deleted = e.Verb == "delete" && e.Subresource == ""
 	en.wrote(o)
 	en.Writes = append(en.Writes, w)
@@ -304,10 +316,12 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 }
 
 // rootOf says that a write starts a change, and why; the zero value says
-// it does not.
+// it does not. For a write that joins a change, changeStart is when that
+// change started.
 type rootOf struct {
-	trigger cpid.Trigger
-	detail  string
+	trigger     cpid.Trigger
+	detail      string
+	changeStart int64
 }
 
 // decide gives a controller's write its CPID, change and cause. The CPIDs of
@@ -341,12 +355,28 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 		}
 		best, why = c, x
 	}
-	var root rootOf
 	if best == nil && late != nil && !w.Attempt {
-		x := en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
-		root = rootOf{trigger: triggerOf(w.Writer.Name, o), detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",
-			w.Writer.Name, time.Duration(hopOf(e, late.ref)).Round(time.Millisecond), late.rule, x.detail)}
-		return root
+		start, rx, ok := en.restarted(e, late.ref.StageNS)
+		switch {
+		case ok && en.epochs[epochKey(e, start)] != nil:
+			// The process started again and took up interrupted work:
+			// the write joins the change of that start.
+			best = &cause{ref: en.epochs[epochKey(e, start)], rule: "restart"}
+			if why = en.explain(e, o, w.Writer.Name, best.rule, hopOf(e, best.ref), best.ref.StageNS); why.explain == cpid.ExplainUnexplained {
+				why = rx
+			}
+		case ok:
+			// Its first such write starts the change; the hop from the
+			// cause it waited for says why (leader-gap, restart).
+			en.epoch = epochKey(e, start)
+			w.CauseEventID, w.Rule, w.HopNS = late.ref.EventID, late.rule, hopOf(e, late.ref)
+			w.Explain, w.ExplainDetail, w.Confidence = rx.explain, rx.detail, cpid.ConfidenceHeuristic
+			return rootOf{trigger: cpid.TriggerControllerStart, detail: programOf(e.UserAgent) + " started again: " + rx.detail}
+		default:
+			x := en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
+			return rootOf{trigger: triggerOf(w.Writer.Name, o), detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",
+				w.Writer.Name, time.Duration(hopOf(e, late.ref)).Round(time.Millisecond), late.rule, x.detail)}
+		}
 	}
 	if best == nil && late != nil {
 		best = late // a failed attempt starts nothing: it stays with its cause, unexplained
@@ -361,7 +391,9 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 		}
 		why = en.explain(e, o, w.Writer.Name, best.rule, hopOf(e, best.ref), best.ref.StageNS)
 	}
+	var joined rootOf
 	if best != nil {
+		joined.changeStart = best.ref.ChangeStart
 		w.ChangeID = best.ref.Change
 		w.CauseEventID = best.ref.EventID
 		w.Rule = best.rule
@@ -389,7 +421,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			src := en.Graph.Maximal(e.Ancestors)
 			en.emit(e, cpid.Mergelog{CPID: e.CPID, Sources: src, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginAnnotation})
 		}
-		return rootOf{}
+		return joined
 	}
 	// As Algorithm 1 (and instrument.Tracer.Merge): causes without a CPID
 	// are ignored, and when none has one the write gets none either: a
@@ -418,7 +450,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			en.emit(e, cpid.Mergelog{CPID: w.CPID, Sources: maximal, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginInferred})
 		}
 	}
-	return rootOf{}
+	return joined
 }
 
 func (en *Engine) emit(e *Event, m cpid.Mergelog) {

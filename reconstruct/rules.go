@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"crypto/sha1"
+	"strings"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -36,8 +37,11 @@ var Rules = []Rule{
 	},
 	{
 		Name: "owner",
-		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes",
+		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes, unless a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
+			if nodeAgent(ClassifyWriter(w.Username, w.UserAgent).Name) {
+				return nil
+			}
 			var out []cpid.ObjectKey
 			for _, r := range o.OwnerRefs {
 				if k, ok := s.ByUID(r.UID); ok {
@@ -250,3 +254,7 @@ func appendTarget(ks []cpid.ObjectKey, t *targetRef, ns string) []cpid.ObjectKey
 	}
 	return append(ks, cpid.ObjectKey{Resource: "pods", Namespace: ns, Name: t.Name})
 }
+
+// nodeAgent reports a writer that runs on nodes: a kubelet, or KWOK in its
+// place.
+func nodeAgent(writer string) bool { return strings.HasPrefix(writer, "kubelet ") || writer == "kwok" }

@@ -190,6 +190,13 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if err != nil {
 		return res, err
 	}
+	// Evidence of restarts and leader handovers, from a little before the
+	// cutoff: what explains the silence of a controller after it.
+	err = st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: w.CutoffNS - int64(EvidenceLookback), UpToID: lastEvent,
+		StartMarkers: StartMarkers, LeaseNamespace: LeaseNamespace, Leases: LeaderLeases}, en.AddEvidence)
+	if err != nil {
+		return res, err
+	}
 	latest, err := st.LatestWrite(ctx, lastEvent)
 	if err != nil {
 		return res, err

@@ -10,7 +10,7 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 4
+const stateVersion = 5
 
 type savedObject struct {
 	Key         cpid.ObjectKey
@@ -29,23 +29,25 @@ type savedObject struct {
 	ByTime      bool             `json:",omitempty"`
 	MaxRV       ordKey
 	MaxTime     ordKey
-	Unordered   bool     `json:",omitempty"`
-	Ready       string   `json:",omitempty"`
-	Failed      *failure `json:",omitempty"`
-	Deleted     bool     `json:",omitempty"`
+	Unordered   bool               `json:",omitempty"`
+	Ready       string             `json:",omitempty"`
+	Failed      map[string]failure `json:",omitempty"`
+	Deleted     bool               `json:",omitempty"`
 }
 
 type savedState struct {
 	Version  int
 	Objects  []savedObject
 	Children map[string][2]cpid.ObjectKey `json:",omitempty"`
+	Epochs   map[string]*Ref              `json:",omitempty"`
 }
 
 // MarshalState saves what the engine knows of objects, so that a later run
 // can go on where this one stopped. The graph is not included: it is
 // rebuilt from the stored mergelogs with RestoreMergelog.
 func (en *Engine) MarshalState() ([]byte, error) {
-	s := savedState{Version: stateVersion, Objects: make([]savedObject, 0, len(en.objects)), Children: en.children}
+	s := savedState{Version: stateVersion, Objects: make([]savedObject, 0, len(en.objects)), Children: en.children,
+		Epochs: en.epochs}
 	for _, o := range en.objects {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
@@ -96,6 +98,9 @@ func (en *Engine) RestoreState(b []byte) error {
 	}
 	for uid, c := range s.Children {
 		en.children[uid] = c
+	}
+	for k, r := range s.Epochs {
+		en.epochs[k] = r
 	}
 	return nil
 }

@@ -135,17 +135,14 @@ type explanation struct {
 func hopOf(e *Event, r *Ref) int64 { return e.StageNS - min(r.StageNS, e.ReceivedNS) }
 
 // explain says why writer's write e to o waited hop after its cause
-// (visible at causeNS) through rule: an ordinary reaction within one of
-// the writer's bands; a retry when the same writer's write to the object
-// failed meanwhile; the apiserver when the request itself took most of it;
+// (visible at causeNS) through rule: a retry when the same writer's write
+// to the object failed meanwhile; an ordinary reaction within one of the
+// writer's bands; the apiserver when the request itself took most of it;
 // else unexplained.
 func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS int64) explanation {
 	d := time.Duration(hop)
-	bs := Bands(en.windows(), rule, writer, o.Key.Resource)
-	if win, ok := within(bs, d); ok {
-		return explanation{explain: win.Explain}
-	}
-	if f := o.failed; f != nil && f.Writer == writer && f.StageNS >= causeNS && f.StageNS <= e.StageNS {
+	// A retry is a retry however quick: the write it repeats failed.
+	if f, ok := o.failed[writer]; ok && f.StageNS <= e.StageNS {
 		x := explanation{explain: cpid.ExplainBackoff}
 		if f.Code == 409 {
 			x.explain = cpid.ExplainRequeue
@@ -153,6 +150,10 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 		x.detail = fmt.Sprintf("retried after its write failed with %d %s before", f.Code,
 			time.Duration(e.StageNS-f.StageNS).Round(time.Millisecond))
 		return x
+	}
+	bs := Bands(en.windows(), rule, writer, o.Key.Resource)
+	if win, ok := within(bs, d); ok {
+		return explanation{explain: win.Explain}
 	}
 	if lat := e.APILatency(); lat > d/2 {
 		return explanation{explain: cpid.ExplainAPIServer, detail: fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))}

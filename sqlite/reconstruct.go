@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -299,4 +300,49 @@ func (s *Store) NewestMergelog(ctx context.Context) (int64, error) {
 	var ns int64
 	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(ts_ns), 0) FROM mergelogs WHERE ?1 = '' OR cluster = ?1`, s.cluster).Scan(&ns)
 	return ns, err
+}
+
+// ScanEvidence calls fn for the informer starts and leader election lease
+// writes q selects (cpid.DerivedStore), in time order.
+func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(cpid.Evidence) error) error {
+	var marks []string
+	args := []any{q.AfterNS, q.UpToID, s.own()}
+	for _, m := range q.StartMarkers {
+		marks = append(marks, "instr(e.request_uri, ?) > 0")
+		args = append(args, m)
+	}
+	if len(marks) == 0 {
+		marks = []string{"0"}
+	}
+	args = append(args, q.AfterNS, q.UpToID, s.own(), q.LeaseNamespace)
+	for _, l := range q.Leases {
+		args = append(args, l)
+	}
+	leases := "NULL"
+	if len(q.Leases) > 0 {
+		leases = placeholders(len(q.Leases))
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0)
+		FROM audit_events e WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.verb IN ('list', 'watch')
+		  AND e.stage IN ('ResponseStarted', 'ResponseComplete') AND (`+strings.Join(marks, " OR ")+`)
+		UNION ALL
+		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0)
+		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
+		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
+		  AND e.resource = 'leases' AND e.namespace = ? AND e.name IN (`+leases+`)
+		ORDER BY 2`, args...)
+	if err != nil {
+		return fmt.Errorf("scan evidence: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ev cpid.Evidence
+		if err := rows.Scan(&ev.Kind, &ev.AtNS, &ev.UserAgent, &ev.Resource, &ev.Lease, &ev.Holder, &ev.Code); err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

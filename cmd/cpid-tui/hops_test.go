@@ -37,8 +37,8 @@ func TestQueryHops(t *testing.T) {
 	if !ok || rs.N == 0 || rs.WindowNS <= 0 || rs.Past != 0 || rs.Explain["informer"] != rs.N {
 		t.Errorf("owner/replicaset-controller: %+v; want hops, all within the window, all informer", rs)
 	}
-	if k := m["owner/kwok/pods"]; k.Explain["kubelet"] != k.N || k.N == 0 {
-		t.Errorf("owner/kwok: %+v; want every hop explained as kubelet", k)
+	if k := m["self/kwok/pods"]; k.Explain["kubelet"] != k.N || k.N == 0 {
+		t.Errorf("self/kwok: %+v; want every hop explained as kubelet", k)
 	}
 	for k, r := range m {
 		if r.Explain["unexplained"] > 0 || r.Explain[""] > 0 {

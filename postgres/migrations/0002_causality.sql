@@ -6,4 +6,5 @@ ALTER TABLE revisions ADD COLUMN explain TEXT;
 ALTER TABLE revisions ADD COLUMN explain_detail TEXT;
 ALTER TABLE revisions ADD COLUMN confidence TEXT;
 CREATE INDEX changes_trigger ON changes(cluster, trigger, started_ns);
+CREATE INDEX audit_events_reads ON audit_events(received_ns) WHERE verb IN ('list', 'watch');
 DELETE FROM reconstruct_state;

@@ -13,6 +13,9 @@ ALTER TABLE revisions ADD COLUMN explain TEXT;
 ALTER TABLE revisions ADD COLUMN explain_detail TEXT;
 ALTER TABLE revisions ADD COLUMN confidence TEXT;
 CREATE INDEX changes_trigger ON changes(cluster, trigger, started_ns);
+-- Informer starts (lists and watches) are read beside the writes: an
+-- index keeps that scan off the rest of the table.
+CREATE INDEX audit_events_reads ON audit_events(received_ns) WHERE verb IN ('list', 'watch');
 -- What was derived before v7 has none of it: the next reconstruct run of
 -- every cluster rebuilds from scratch.
 DELETE FROM reconstruct_state;

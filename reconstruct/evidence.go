@@ -1,0 +1,161 @@
+package reconstruct
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// What a run reads beside the writes to explain a controller's silence:
+// when a process (re)started its informers, and when a leader election
+// lease changed hands. Evidence is read again from EvidenceLookback before
+// each run's cutoff, so it is not part of the saved state.
+
+// StartMarkers mark the initial list of an informer in a request URI: a
+// watch streaming its initial events (WatchList), or a list from the
+// watch cache.
+var StartMarkers = []string{"sendInitialEvents=true", "resourceVersion=0&", "resourceVersion=0"}
+
+// LeaderLeases are the leader election leases of the control plane's
+// controllers, in LeaseNamespace.
+var LeaderLeases = []string{"kube-controller-manager", "kube-scheduler", "cloud-controller-manager"}
+
+// LeaseNamespace is where the leader election leases live.
+const LeaseNamespace = "kube-system"
+
+// EvidenceLookback is how far before a run's cutoff evidence is read: a
+// restart that explains a write after the cutoff happened before it.
+const EvidenceLookback = 10 * time.Minute
+
+// A start is a burst: at least startBurst resources listed by one process
+// within startSpan, at least startGap after its previous start. A single
+// informer re-listing after its watch expired is not a start.
+const (
+	startBurst = 5
+	startSpan  = 2 * time.Second
+	startGap   = 10 * time.Second
+)
+
+// listed is one initial list of a process.
+type listed struct {
+	at       int64
+	resource string
+}
+
+// evidence is what the engine knows of starts and leaders.
+type evidence struct {
+	// starts holds, per program (the user agent's, "kube-controller-manager"),
+	// the times it started listing after a quiet spell, in order.
+	starts map[string][]int64
+	recent map[string][]listed // each program's lists of the last startSpan
+	// leases holds, per lease, its changes of holder in order, and holder
+	// the current one.
+	leases map[string][]handover
+	holder map[string]leaseHolder
+}
+
+// handover is a lease changing hands.
+type handover struct {
+	From, To string
+	FromNS   int64 // the old holder's last write
+	AtNS     int64 // the new holder's first write
+}
+
+type leaseHolder struct {
+	name string
+	at   int64
+}
+
+func newEvidence() evidence {
+	return evidence{starts: map[string][]int64{}, recent: map[string][]listed{}, leases: map[string][]handover{},
+		holder: map[string]leaseHolder{}}
+}
+
+// AddEvidence records a start or a lease write; they come in time order.
+func (en *Engine) AddEvidence(ev cpid.Evidence) error {
+	x := &en.ev
+	switch ev.Kind {
+	case "start":
+		p := agentName(ev.UserAgent)
+		r := append(x.recent[p], listed{at: ev.AtNS, resource: ev.Resource})
+		for len(r) > 0 && ev.AtNS-r[0].at > int64(startSpan) {
+			r = r[1:]
+		}
+		x.recent[p] = r
+		distinct := map[string]bool{}
+		for _, l := range r {
+			distinct[l.resource] = true
+		}
+		ss := x.starts[p]
+		if len(distinct) >= startBurst && (len(ss) == 0 || r[0].at-ss[len(ss)-1] > int64(startGap)) {
+			x.starts[p] = append(ss, r[0].at)
+		}
+	case "lease":
+		if ev.Code >= 400 || ev.Holder == "" {
+			return nil
+		}
+		h := x.holder[ev.Lease]
+		if h.name != "" && h.name != ev.Holder {
+			x.leases[ev.Lease] = append(x.leases[ev.Lease], handover{From: h.name, To: ev.Holder, FromNS: h.at, AtNS: ev.AtNS})
+		}
+		x.holder[ev.Lease] = leaseHolder{name: ev.Holder, at: ev.AtNS}
+	}
+	return nil
+}
+
+// startIn returns the latest start of program after afterNS and at most
+// atNS.
+func (x *evidence) startIn(program string, afterNS, atNS int64) (int64, bool) {
+	ss := x.starts[program]
+	i := sort.Search(len(ss), func(i int) bool { return ss[i] > atNS })
+	if i > 0 && ss[i-1] > afterNS {
+		return ss[i-1], true
+	}
+	return 0, false
+}
+
+// handoverIn returns the latest handover of program's lease after afterNS
+// and at most atNS.
+func (x *evidence) handoverIn(program string, afterNS, atNS int64) (handover, bool) {
+	hs := x.leases[program]
+	for i := len(hs) - 1; i >= 0; i-- {
+		if h := hs[i]; h.AtNS <= atNS {
+			return h, h.AtNS > afterNS
+		}
+	}
+	return handover{}, false
+}
+
+// restarted looks for why writer's write e, whose cause became visible at
+// causeNS, waited that long: its process started again (re-listing its
+// informers) in between, maybe after a leader election handover. It
+// returns the start and the explanation.
+func (en *Engine) restarted(e *Event, causeNS int64) (int64, explanation, bool) {
+	p := agentName(e.UserAgent)
+	start, ok := en.ev.startIn(p, causeNS, e.ReceivedNS)
+	if !ok {
+		return 0, explanation{}, false
+	}
+	at := time.Unix(0, start).UTC().Format("15:04:05.000")
+	if h, ok := en.ev.handoverIn(p, causeNS, e.ReceivedNS); ok {
+		return start, explanation{explain: cpid.ExplainLeaderGap, detail: fmt.Sprintf(
+			"lease %s/%s held by %s (last renewed %s) went to %s at %s: no leader for %s; %s re-listed at %s",
+			LeaseNamespace, p, h.From, clockOf(h.FromNS), h.To, clockOf(h.AtNS),
+			time.Duration(h.AtNS-h.FromNS).Round(time.Millisecond), p, at)}, true
+	}
+	return start, explanation{explain: cpid.ExplainRestart, detail: fmt.Sprintf("%s started again and re-listed at %s, %s after the cause",
+		p, at, time.Duration(start-causeNS).Round(time.Millisecond))}, true
+}
+
+func clockOf(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000") }
+
+// epochKey names one start of a program.
+func epochKey(e *Event, start int64) string {
+	return agentName(e.UserAgent) + "@" + fmt.Sprint(start)
+}
+
+// programOf names a process from its user agent, for people.
+func programOf(ua string) string { return strings.TrimSpace(agentName(ua)) }
