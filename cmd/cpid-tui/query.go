@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -172,7 +173,29 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 			rows = append(rows, []string{mark, clock(t.NS), dur(t.NS - ts[0].NS), t.Writer, verb, object(t.Kind, t.Namespace, t.Name), hop,
 				string(t.Explain), t.Rule, t.Origin})
 		}
-		return output(e.stdout, *out, []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CPID FROM"}, rows, ts)
+		head := []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CPID FROM"}
+		if *out != "" && *out != "table" {
+			return output(e.stdout, *out, head, rows, ts)
+		}
+		// The table, then what started the change and the evidence behind
+		// the explanations that have some, for people.
+		if cs, err := st.ChangesByID(ctx, []string{pos[1]}); err == nil && len(cs) == 1 && cs[0].Trigger != "" {
+			line := "trigger: " + string(cs[0].Trigger)
+			if cs[0].TriggerDetail != "" {
+				line += " (" + cs[0].TriggerDetail + ")"
+			}
+			fmt.Fprintln(e.stdout, tui.Printable(line))
+		}
+		if err := output(e.stdout, *out, head, rows, ts); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if t.ExplainDetail != "" {
+				fmt.Fprintln(e.stdout, tui.Printable(fmt.Sprintf("why %s %s +%s: %s: %s", clock(t.NS), object(t.Kind, t.Namespace, t.Name),
+					dur(t.HopNS), t.Explain, t.ExplainDetail)))
+			}
+		}
+		return nil
 	case "related", "origins":
 		if err := need(1); err != nil {
 			return err
