@@ -51,6 +51,10 @@ type Object struct {
 	ready string
 	// deleted: the latest successful write was a delete.
 	deleted bool
+	// marked: the node lifecycle controller wrote this Node's status and
+	// the audit log hides its conditions; its node agent has not written
+	// since.
+	marked bool
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -153,6 +157,11 @@ type Engine struct {
 	ev     evidence
 	epochs map[string]*Ref
 	epoch  string
+	// Bodies counts, per resource whose objects the rules read, the
+	// successful creates, updates and patches with the object after the
+	// write in the audit log [0] and without it [1] (Metadata level, or
+	// truncated): what the data cannot tell.
+	Bodies map[string]*[2]int
 
 	// Derived accumulates what Process emits until Drain takes it.
 	cpid.Derived
@@ -174,6 +183,7 @@ func NewEngine() *Engine {
 		recorded: map[string]uint8{},
 		ev:       newEvidence(),
 		epochs:   map[string]*Ref{},
+		Bodies:   map[string]*[2]int{},
 	}
 }
 
@@ -243,6 +253,14 @@ func (en *Engine) Process(e *Event) {
 		root = rootOf{trigger: cpid.TriggerUser}
 	case !w.Attempt && nodeTransition(o, wasReady):
 		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s Ready %s -> %s", o.Key.Name, wasReady, o.ready)}
+	case !w.Attempt && blindNodeStatus(o, e, w.Writer.Name):
+		o.marked = true
+		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s status written by the node lifecycle controller "+
+			"(its conditions are not in the audit log: nodes audited at Metadata level)", o.Key.Name)}
+	case !w.Attempt && o.marked && e.Subresource == "status" && nodeAgent(w.Writer.Name) && !e.HasObject():
+		o.marked = false
+		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s status written by its node agent again after the "+
+			"node lifecycle controller marked it (its conditions are not in the audit log: nodes audited at Metadata level)", o.Key.Name)}
 	default:
 		causes = en.causes(e, o)
 		root = en.decide(e, o, &w, causes)
@@ -475,6 +493,18 @@ func (en *Engine) learn(o *Object, e *Event) {
 		o.OwnerRefs = e.OwnerRefs
 	}
 	readBody(o, e)
+	if readsBody[e.Resource] && e.Verb != "delete" && e.Verb != "deletecollection" && (e.Subresource == "" || e.Subresource == "status") {
+		n := en.Bodies[e.Resource]
+		if n == nil {
+			n = &[2]int{}
+			en.Bodies[e.Resource] = n
+		}
+		if !e.HasObject() {
+			n[1]++
+		} else {
+			n[0]++
+		}
+	}
 	en.anomalies(o, e)
 }
 

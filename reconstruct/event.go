@@ -43,11 +43,12 @@ type Event struct {
 	// that events of two apiservers can be told apart.
 	Source string
 
-	decoded bool
-	body    *body // the fields of Object the engine reads (DecodeObject)
-	hashed  bool
-	hasReq  bool
-	reqHash [20]byte // of Request (hashRequest)
+	decoded   bool
+	hasObject bool  // Object was there when Digest dropped it
+	body      *body // the fields of Object the engine reads (DecodeObject)
+	hashed    bool
+	hasReq    bool
+	reqHash   [20]byte // of Request (hashRequest)
 }
 
 // Key is the object the event wrote.

@@ -173,8 +173,13 @@ var readsBody = map[string]bool{"pods": true, "nodes": true, "endpointslices": t
 func (e *Event) Digest() {
 	e.DecodeObject()
 	e.hashRequest()
+	e.hasObject = e.hasObject || len(e.Object) > 0
 	e.Object, e.Request = nil, nil
 }
+
+// HasObject reports whether the audit log holds the object after the write
+// (before Digest drops it, and after).
+func (e *Event) HasObject() bool { return e.hasObject || len(e.Object) > 0 }
 
 // hashRequest hashes the request body with the writer and subresource, to
 // spot a writer sending the same request twice (repeated-write).

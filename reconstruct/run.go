@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -23,6 +24,9 @@ type Report struct {
 	Spans     int
 	Bad       int // mergelog or span records that could not be read
 	Elapsed   time.Duration
+	// Warnings say what the data cannot tell (resources whose objects the
+	// rules read audited without them), once per run.
+	Warnings []string
 }
 
 // String says it for people.
@@ -43,6 +47,9 @@ func (r Report) String() string {
 		r.Spans, r.Anomalies)
 	if r.Bad > 0 {
 		s += fmt.Sprintf("\nreconstruct: %d mergelog or span records could not be read (see docs/FORMATS.md)", r.Bad)
+	}
+	for _, w := range r.Warnings {
+		s += "\nreconstruct: warning: " + w
 	}
 	return s
 }
@@ -219,6 +226,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if err := sv.finish(ctx, cpid.Watermark{CutoffNS: cutoff, EventID: lastEvent, LogID: lastLog, EngineData: snapshot}); err != nil {
 		return res, err
 	}
+	res.Warnings = blindWarnings(en.Bodies)
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -364,4 +372,32 @@ func fromStore(ev *Event, w *cpid.WriteEvent, family string) {
 	if cpid.IsObjectBody(w.Subresource, w.Response) {
 		ev.Object = w.Response
 	}
+}
+
+// blind says what inference cannot see, per resource the rules read, when
+// the audit log holds none of its objects.
+var blind = map[string]string{
+	"pods":           "no spec.nodeName: a Pod's node is not known, so node evictions and kubelet writes are linked by time only",
+	"nodes":          "no conditions: a Node going NotReady or coming back is found only from the node lifecycle controller's writes",
+	"endpointslices": "no endpoints: EndpointSlices are not linked to the Pods they list",
+	"endpoints":      "no subsets: Endpoints are not linked to the Pods they list",
+}
+
+// blindWarnings says, once, which resources the rules read were audited
+// without their objects (Metadata level, or truncated), and what that
+// hides.
+func blindWarnings(bodies map[string]*[2]int) []string {
+	var out []string
+	for _, r := range slices.Sorted(maps.Keys(bodies)) {
+		n := bodies[r]
+		switch {
+		case n[1] == 0:
+		case n[0] == 0:
+			out = append(out, fmt.Sprintf("%s: none of %d writes carries the object (audited at Metadata level?): %s", r, n[1], blind[r]))
+		default:
+			out = append(out, fmt.Sprintf("%s: %d of %d writes carry no object (Metadata level for some users, or truncated): %s",
+				r, n[1], n[0]+n[1], blind[r]))
+		}
+	}
+	return out
 }

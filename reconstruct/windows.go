@@ -178,6 +178,15 @@ func triggerOf(writer string, o *Object) cpid.Trigger {
 	return cpid.TriggerUnknown
 }
 
+// blindNodeStatus reports a Node status write by the node lifecycle
+// controller whose object the audit log does not hold: the controller
+// writes a Node's status only to mark it Unknown (or NotReady), so with
+// nodes audited at Metadata level that write is the node's transition.
+func blindNodeStatus(o *Object, e *Event, writer string) bool {
+	return o.Key.Resource == "nodes" && o.Key.Group == "" && e.Subresource == "status" && writer == "node-controller" &&
+		!e.HasObject()
+}
+
 // nodeTransition reports whether a write took a Node's Ready condition
 // from one status to another (not from none: a new Node's first status).
 func nodeTransition(o *Object, was string) bool {

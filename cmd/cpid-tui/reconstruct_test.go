@@ -40,7 +40,7 @@ func readTruth(t *testing.T, dir string) truth {
 // truthKinds maps the kinds the recorder snapshots to resources; only
 // writes of these resources can be checked against the ground truth.
 var truthKinds = map[string]string{"Deployment": "deployments", "ReplicaSet": "replicasets", "Pod": "pods",
-	"Service": "services", "EndpointSlice": "endpointslices"}
+	"Service": "services", "EndpointSlice": "endpointslices", "Job": "jobs", "CronJob": "cronjobs"}
 
 // seen is what the writes of a change did to one object.
 type seen struct{ created, deleted bool }
@@ -320,7 +320,7 @@ func reconstructedFixture(t *testing.T, bundle string) string {
 // rewrites them).
 func TestGoldenTimelines(t *testing.T) {
 	for _, f := range []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "rollout-interrupted",
-		"node-loss", "kcm-restart", "leader-change", "conflicts"} {
+		"node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy"} {
 		t.Run(f, func(t *testing.T) { goldenTimelines(t, f) })
 	}
 }
