@@ -10,6 +10,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +65,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
+	}
+	// A reconstruct run streams its scan on one connection while it saves
+	// on another, and a process may run several clusters at once: pgx's
+	// default (the number of CPUs, at least 4) is too few. pool_max_conns
+	// in the DSN decides when given.
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
 	if o.readOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
