@@ -162,7 +162,8 @@ const (
 	ExplainInformer Explain = "informer"
 	// ExplainRequeue: the same writer retried after a conflict or an error.
 	ExplainRequeue Explain = "requeue"
-	// ExplainBackoff: a retry after a 429, a 5xx or a logged error.
+	// ExplainBackoff: a retry after the writer's own write failed otherwise
+	// (a 429, a 5xx, a 4xx other than 409).
 	ExplainBackoff Explain = "backoff"
 	// ExplainLeaderGap: leadership changed hands, or nobody held it, while
 	// the hop waited.
@@ -183,7 +184,8 @@ const (
 	// containers, probes).
 	ExplainKubelet Explain = "kubelet"
 	// ExplainAPIServer: the apiserver itself (etcd, webhooks, priority and
-	// fairness queueing), from its latency annotations.
+	// fairness queueing): the request took most of the hop, from its
+	// receive to its completion in the audit log.
 	ExplainAPIServer Explain = "apiserver"
 	// ExplainUnexplained: nothing in the logs says why.
 	ExplainUnexplained Explain = "unexplained"

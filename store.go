@@ -67,7 +67,10 @@ type WriteScan struct {
 
 // EvidenceScan selects the evidence a reconstruct run reads.
 type EvidenceScan struct {
-	AfterNS, UpToID int64
+	// AfterNS < time <= AtNS (AtNS 0: no bound), id at most UpToID.
+	AfterNS, AtNS, UpToID int64
+	// Program, when set, keeps the starts whose user agent begins with it.
+	Program string
 	// StartMarkers are substrings of a request URI that mark an informer's
 	// initial list ("sendInitialEvents=true", "resourceVersion=0").
 	StartMarkers []string
@@ -134,8 +137,8 @@ type DerivedStore interface {
 	ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(Mergelog) error) error
 	// ScanEvidence calls fn, in time order, for what q selects beside the
 	// writes: informer starts (list and watch requests whose URI holds one
-	// of q.StartMarkers) and the writes of q.Leases, received after
-	// q.AfterNS, with id at most q.UpToID.
+	// of q.StartMarkers, by q.Program) and the writes of q.Leases, in q's
+	// time range, with id at most q.UpToID.
 	ScanEvidence(ctx context.Context, q EvidenceScan, fn func(Evidence) error) error
 	// DeleteMergelogs deletes the mergelogs of cpids and their edges, in one
 	// transaction.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -469,17 +470,23 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	if leases == nil {
 		leases = []string{}
 	}
+	at := q.AtNS
+	if at == 0 {
+		at = math.MaxInt64
+	}
 	rows, err := s.pool.Query(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0)
-		FROM audit_events e WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3 AND e.verb IN ('list', 'watch')
-		  AND e.stage IN ('ResponseStarted', 'ResponseComplete')
+		FROM audit_events e WHERE e.received_ns > $1 AND e.received_ns <= $7 AND e.id <= $2 AND e.cluster = $3
+		  AND e.verb IN ('list', 'watch') AND e.stage IN ('ResponseStarted', 'ResponseComplete')
+		  AND strpos(e.user_agent, $8) = 1
 		  AND EXISTS (SELECT 1 FROM unnest($4::text[]) m WHERE strpos(e.request_uri, m) > 0)
 		UNION ALL
 		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name,
 		  COALESCE(b.response_object::json -> 'spec' ->> 'holderIdentity', ''), COALESCE(e.code, 0)
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3 AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
+		WHERE e.received_ns > $1 AND e.received_ns <= $7 AND e.id <= $2 AND e.cluster = $3
+		  AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
 		  AND e.resource = 'leases' AND e.namespace = $5 AND e.name = ANY($6)
-		ORDER BY 2`, q.AfterNS, q.UpToID, s.own(), marks, q.LeaseNamespace, leases)
+		ORDER BY 2`, q.AfterNS, q.UpToID, s.own(), marks, q.LeaseNamespace, leases, at, q.Program)
 	if err != nil {
 		return fmt.Errorf("scan evidence: %w", err)
 	}

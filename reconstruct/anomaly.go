@@ -42,7 +42,7 @@ func (en *Engine) anomalies(o *Object, e *Event) {
 		h := e.reqHash
 		if h == o.lastReq {
 			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "repeated-write", EventID: e.ID, Key: o.Key,
-				Detail: "same request as the previous write by " + ClassifyWriter(e.Username, e.UserAgent).Name})
+				Detail: "same request as the previous write by " + e.Writer().Name})
 		}
 		o.lastReq = h
 	}

@@ -149,14 +149,16 @@ type Engine struct {
 	recorded map[string]uint8
 	// Windows are the reaction windows hops are explained by (nil:
 	// DefaultWindows).
-	Windows []Window
-	// ev is what explains a controller's silence (AddEvidence); epochs
-	// holds the first write of each start of a process that continued
+	Windows   []Window
+	bandCache map[[3]string][]Window
+	// Evidence reads what explains a controller's silence; epochs holds
+	// the first write of each start of a process that continued
 	// interrupted work (the root of its controller-start change), and
 	// epoch the start the write being processed opens.
-	ev     evidence
-	epochs map[string]*Ref
-	epoch  string
+	Evidence    Evidence
+	evidenceErr error
+	epochs      map[string]*Ref
+	epoch       string
 	// Bodies counts, per resource whose objects the rules read, the
 	// successful creates, updates and patches with the object after the
 	// write in the audit log [0] and without it [1] (Metadata level, or
@@ -181,7 +183,6 @@ func NewEngine() *Engine {
 		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, children: map[string][2]cpid.ObjectKey{}},
 		Graph:    NewGraph(),
 		recorded: map[string]uint8{},
-		ev:       newEvidence(),
 		epochs:   map[string]*Ref{},
 		Bodies:   map[string]*[2]int{},
 	}
@@ -239,7 +240,7 @@ func (en *Engine) Process(e *Event) {
 		o = &Object{Key: key}
 		en.objects[key] = o
 	}
-	w := cpid.Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: ClassifyWriter(e.Username, e.UserAgent), Attempt: e.Failed()}
+	w := cpid.Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: e.Writer(), Attempt: e.Failed()}
 	en.number(o, e, &w)
 	wasReady := o.ready
 	if !w.Attempt {
@@ -389,7 +390,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			en.epoch = epochKey(e, start)
 			w.CauseEventID, w.Rule, w.HopNS = late.ref.EventID, late.rule, hopOf(e, late.ref)
 			w.Explain, w.ExplainDetail, w.Confidence = rx.explain, rx.detail, cpid.ConfidenceHeuristic
-			return rootOf{trigger: cpid.TriggerControllerStart, detail: programOf(e.UserAgent) + " started again: " + rx.detail}
+			return rootOf{trigger: cpid.TriggerControllerStart, detail: programOf(e.UserAgent) + " started again: " + string(rx.explain) + ": " + rx.detail}
 		default:
 			x := en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
 			return rootOf{trigger: triggerOf(w.Writer.Name, o), detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",

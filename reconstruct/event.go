@@ -44,8 +44,9 @@ type Event struct {
 	Source string
 
 	decoded   bool
-	hasObject bool  // Object was there when Digest dropped it
-	body      *body // the fields of Object the engine reads (DecodeObject)
+	writer    *cpid.Writer // Writer's, once asked
+	hasObject bool         // Object was there when Digest dropped it
+	body      *body        // the fields of Object the engine reads (DecodeObject)
 	hashed    bool
 	hasReq    bool
 	reqHash   [20]byte // of Request (hashRequest)
@@ -54,6 +55,15 @@ type Event struct {
 // Key is the object the event wrote.
 func (e *Event) Key() cpid.ObjectKey {
 	return cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
+}
+
+// Writer names who made the write (ClassifyWriter), computed once.
+func (e *Event) Writer() cpid.Writer {
+	if e.writer == nil {
+		w := ClassifyWriter(e.Username, e.UserAgent)
+		e.writer = &w
+	}
+	return *e.writer
 }
 
 // APILatency is how long the apiserver took with the request: from

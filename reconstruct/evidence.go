@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 // StartMarkers mark the initial list of an informer in a request URI: a
 // watch streaming its initial events (WatchList), or a list from the
 // watch cache.
-var StartMarkers = []string{"sendInitialEvents=true", "resourceVersion=0&", "resourceVersion=0"}
+var StartMarkers = []string{"sendInitialEvents=true", "resourceVersion=0"}
 
 // LeaderLeases are the leader election leases of the control plane's
 // controllers, in LeaseNamespace.
@@ -26,8 +27,8 @@ var LeaderLeases = []string{"kube-controller-manager", "kube-scheduler", "cloud-
 // LeaseNamespace is where the leader election leases live.
 const LeaseNamespace = "kube-system"
 
-// EvidenceLookback is how far before a run's cutoff evidence is read: a
-// restart that explains a write after the cutoff happened before it.
+// EvidenceLookback is how far before a wait evidence is read: a lease's
+// holder before the wait is known from its earlier writes.
 const EvidenceLookback = 10 * time.Minute
 
 // A start is a burst: at least startBurst resources listed by one process
@@ -74,9 +75,8 @@ func newEvidence() evidence {
 		holder: map[string]leaseHolder{}}
 }
 
-// AddEvidence records a start or a lease write; they come in time order.
-func (en *Engine) AddEvidence(ev cpid.Evidence) error {
-	x := &en.ev
+// add records a start or a lease write; they come in time order.
+func (x *evidence) add(ev cpid.Evidence) {
 	switch ev.Kind {
 	case "start":
 		p := agentName(ev.UserAgent)
@@ -85,17 +85,13 @@ func (en *Engine) AddEvidence(ev cpid.Evidence) error {
 			r = r[1:]
 		}
 		x.recent[p] = r
-		distinct := map[string]bool{}
-		for _, l := range r {
-			distinct[l.resource] = true
-		}
 		ss := x.starts[p]
-		if len(distinct) >= startBurst && (len(ss) == 0 || r[0].at-ss[len(ss)-1] > int64(startGap)) {
+		if len(r) >= startBurst && (len(ss) == 0 || r[0].at-ss[len(ss)-1] > int64(startGap)) && distinct(r, startBurst) {
 			x.starts[p] = append(ss, r[0].at)
 		}
 	case "lease":
 		if ev.Code >= 400 || ev.Holder == "" {
-			return nil
+			return
 		}
 		h := x.holder[ev.Lease]
 		if h.name != "" && h.name != ev.Holder {
@@ -103,7 +99,6 @@ func (en *Engine) AddEvidence(ev cpid.Evidence) error {
 		}
 		x.holder[ev.Lease] = leaseHolder{name: ev.Holder, at: ev.AtNS}
 	}
-	return nil
 }
 
 // startIn returns the latest start of program after afterNS and at most
@@ -129,25 +124,51 @@ func (x *evidence) handoverIn(program string, afterNS, atNS int64) (handover, bo
 	return handover{}, false
 }
 
+// Evidence reads the evidence of one program (a user agent's program
+// name) received after afterNS and at most atNS, in time order; nil reads
+// none. A run reads it from its store only for the writes that need it
+// (those past their windows), so a run where nothing is late reads none.
+type Evidence func(program string, afterNS, atNS int64) ([]cpid.Evidence, error)
+
+// evidenceOf returns what explains a wait of program's up to atNS after
+// afterNS: the evidence from EvidenceLookback before, so that a lease's
+// holder before the wait is known.
+func (en *Engine) evidenceOf(program string, afterNS, atNS int64) *evidence {
+	x := newEvidence()
+	if en.Evidence == nil {
+		return &x
+	}
+	evs, err := en.Evidence(program, afterNS-int64(EvidenceLookback), atNS)
+	if err != nil {
+		en.evidenceErr = err
+		return &x
+	}
+	for _, ev := range evs {
+		x.add(ev)
+	}
+	return &x
+}
+
 // restarted looks for why writer's write e, whose cause became visible at
 // causeNS, waited that long: its process started again (re-listing its
 // informers) in between, maybe after a leader election handover. It
 // returns the start and the explanation.
 func (en *Engine) restarted(e *Event, causeNS int64) (int64, explanation, bool) {
 	p := agentName(e.UserAgent)
-	start, ok := en.ev.startIn(p, causeNS, e.ReceivedNS)
+	ev := en.evidenceOf(p, causeNS, e.ReceivedNS)
+	start, ok := ev.startIn(p, causeNS, e.ReceivedNS)
 	if !ok {
 		return 0, explanation{}, false
 	}
 	at := time.Unix(0, start).UTC().Format("15:04:05.000")
-	if h, ok := en.ev.handoverIn(p, causeNS, e.ReceivedNS); ok {
+	if h, ok := ev.handoverIn(p, causeNS, e.ReceivedNS); ok {
 		return start, explanation{explain: cpid.ExplainLeaderGap, detail: fmt.Sprintf(
-			"lease %s/%s held by %s (last renewed %s) went to %s at %s: no leader for %s; %s re-listed at %s",
+			"lease %s/%s held by %s (last renewed %s) went to %s at %s: no leader for %s; informers started at %s",
 			LeaseNamespace, p, h.From, clockOf(h.FromNS), h.To, clockOf(h.AtNS),
-			time.Duration(h.AtNS-h.FromNS).Round(time.Millisecond), p, at)}, true
+			time.Duration(h.AtNS-h.FromNS).Round(time.Millisecond), at)}, true
 	}
-	return start, explanation{explain: cpid.ExplainRestart, detail: fmt.Sprintf("%s started again and re-listed at %s, %s after the cause",
-		p, at, time.Duration(start-causeNS).Round(time.Millisecond))}, true
+	return start, explanation{explain: cpid.ExplainRestart, detail: fmt.Sprintf("its informers started (listed) at %s, %s after the cause",
+		at, time.Duration(start-causeNS).Round(time.Millisecond))}, true
 }
 
 func clockOf(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000") }
@@ -159,3 +180,16 @@ func epochKey(e *Event, start int64) string {
 
 // programOf names a process from its user agent, for people.
 func programOf(ua string) string { return strings.TrimSpace(agentName(ua)) }
+
+// distinct reports whether ls name at least n different resources.
+func distinct(ls []listed, n int) bool {
+	var seen []string
+	for _, l := range ls {
+		if !slices.Contains(seen, l.resource) {
+			if seen = append(seen, l.resource); len(seen) >= n {
+				return true
+			}
+		}
+	}
+	return false
+}

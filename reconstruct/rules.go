@@ -39,7 +39,7 @@ var Rules = []Rule{
 		Name: "owner",
 		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes, unless a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
-			if nodeAgent(ClassifyWriter(w.Username, w.UserAgent).Name) {
+			if nodeAgent(w.Writer().Name) {
 				return nil
 			}
 			var out []cpid.ObjectKey
@@ -113,7 +113,7 @@ var Rules = []Rule{
 			if o.Key.Resource != "pods" || o.NodeName == "" {
 				return nil
 			}
-			switch wr := ClassifyWriter(w.Username, w.UserAgent).Name; {
+			switch wr := w.Writer().Name; {
 			case wr == "node-controller", wr == "taint-eviction-controller", wr == "kubelet "+o.NodeName, wr == "kwok":
 				return []cpid.ObjectKey{{Resource: "nodes", Name: o.NodeName}}
 			}
@@ -164,7 +164,7 @@ type targetRef struct {
 
 // readsBody lists the resources whose object after the write the rules and
 // the anomaly checks read (the fields of body); Run fetches no other body.
-var readsBody = map[string]bool{"pods": true, "nodes": true, "endpointslices": true, "endpoints": true}
+var readsBody = cpid.BodiedResources
 
 // Digest decodes the fields of e.Object the engine reads and hashes
 // e.Request, then drops both bodies: a reader may call it ahead of Process,

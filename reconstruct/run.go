@@ -197,12 +197,19 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if err != nil {
 		return res, err
 	}
-	// Evidence of restarts and leader handovers, from a little before the
-	// cutoff: what explains the silence of a controller after it.
-	err = st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: w.CutoffNS - int64(EvidenceLookback), UpToID: lastEvent,
-		StartMarkers: StartMarkers, LeaseNamespace: LeaseNamespace, Leases: LeaderLeases}, en.AddEvidence)
-	if err != nil {
-		return res, err
+	// Evidence of restarts and leader handovers, read for the writes that
+	// waited past their windows only.
+	en.Evidence = func(program string, afterNS, atNS int64) ([]cpid.Evidence, error) {
+		var out []cpid.Evidence
+		err := st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: afterNS, AtNS: atNS, UpToID: lastEvent, Program: program,
+			StartMarkers: StartMarkers, LeaseNamespace: LeaseNamespace, Leases: LeaderLeases}, func(ev cpid.Evidence) error {
+			if ev.Kind == "start" && agentName(ev.UserAgent) != program {
+				return nil // another program whose name begins the same
+			}
+			out = append(out, ev)
+			return nil
+		})
+		return out, err
 	}
 	latest, err := st.LatestWrite(ctx, lastEvent)
 	if err != nil {
@@ -222,6 +229,10 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		})
 	if err != nil {
 		return res, err
+	}
+	if en.evidenceErr != nil {
+		// Nothing is committed past the last step: the next run redoes it.
+		return res, fmt.Errorf("read evidence: %w", en.evidenceErr)
 	}
 	if err := sv.finish(ctx, cpid.Watermark{CutoffNS: cutoff, EventID: lastEvent, LogID: lastLog, EngineData: snapshot}); err != nil {
 		return res, err
@@ -382,6 +393,10 @@ var blind = map[string]string{
 	"endpointslices": "no endpoints: EndpointSlices are not linked to the Pods they list",
 	"endpoints":      "no subsets: Endpoints are not linked to the Pods they list",
 }
+
+// BlindReason says what inference cannot see of resource r (one of
+// cpid.BodiedResources) when its writes carry no object.
+func BlindReason(r string) string { return blind[r] }
 
 // blindWarnings says, once, which resources the rules read were audited
 // without their objects (Metadata level, or truncated), and what that

@@ -25,6 +25,10 @@ type Window struct {
 	Explain                cpid.Explain
 	// Why is the upstream behaviour the default follows, for people.
 	Why string
+	// Given marks a window from the command line (ParseWindow): the given
+	// windows of a writer replace its defaults, so they narrow as well as
+	// widen.
+	Given bool
 }
 
 // informer is the band of an ordinary reaction.
@@ -54,21 +58,33 @@ var DefaultWindows = []Window{
 // Bands returns the windows of ws that apply to a hop of writer through
 // rule to an object of resource: the writer's own, else the generic ones.
 func Bands(ws []Window, rule, writer, resource string) []Window {
-	var own, generic []Window
+	var given, own, generic []Window
 	for _, w := range ws {
 		if w.Rule != "" && w.Rule != rule || w.Resource != "" && w.Resource != resource {
 			continue
 		}
+		match := false
 		switch {
 		case w.Writer == "":
-			generic = append(generic, w)
+			match = true
+			if !w.Given {
+				generic = append(generic, w)
+			}
 		case strings.HasSuffix(w.Writer, "*"):
-			if strings.HasPrefix(writer, strings.TrimSuffix(w.Writer, "*")) {
+			if match = strings.HasPrefix(writer, strings.TrimSuffix(w.Writer, "*")); match && !w.Given {
 				own = append(own, w)
 			}
 		case w.Writer == writer:
-			own = append(own, w)
+			if match = true; !w.Given {
+				own = append(own, w)
+			}
 		}
+		if match && w.Given {
+			given = append(given, w)
+		}
+	}
+	if len(given) > 0 {
+		return given
 	}
 	if len(own) > 0 {
 		return own
@@ -106,7 +122,7 @@ func ParseWindow(s string) (Window, error) {
 	if !ok || err != nil || d <= 0 || k == "" {
 		return Window{}, fmt.Errorf("window %q: want [RULE/]WRITER=DURATION, e.g. kwok=10m or owner/replicaset-controller=2s", s)
 	}
-	w := Window{Max: d, Explain: cpid.ExplainInformer, Why: "given with --window"}
+	w := Window{Max: d, Explain: cpid.ExplainInformer, Why: "given with --window", Given: true}
 	if r, wr, ok := strings.Cut(k, "/"); ok {
 		w.Rule, k = r, wr
 	}
@@ -122,6 +138,10 @@ func ParseWindow(s string) (Window, error) {
 // exactRules find causes named by the objects themselves (owner
 // references); the others find them by time.
 var exactRules = map[string]bool{"owner": true}
+
+// retryWithin is how long after a failed write the writer's next write to
+// the object still counts as its retry.
+const retryWithin = 5 * time.Minute
 
 // explanation is why a hop took as long as it did.
 type explanation struct {
@@ -141,8 +161,9 @@ func hopOf(e *Event, r *Ref) int64 { return e.StageNS - min(r.StageNS, e.Receive
 // else unexplained.
 func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS int64) explanation {
 	d := time.Duration(hop)
-	// A retry is a retry however quick: the write it repeats failed.
-	if f, ok := o.failed[writer]; ok && f.StageNS <= e.StageNS {
+	// A retry is a retry however quick: the write it repeats failed (within
+	// retryWithin: a work queue's backoff is seconds, its cap minutes).
+	if f, ok := o.failed[writer]; ok && f.StageNS <= e.StageNS && e.StageNS-f.StageNS <= int64(retryWithin) {
 		x := explanation{explain: cpid.ExplainBackoff}
 		if f.Code == 409 {
 			x.explain = cpid.ExplainRequeue
@@ -151,7 +172,7 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 			time.Duration(e.StageNS-f.StageNS).Round(time.Millisecond))
 		return x
 	}
-	bs := Bands(en.windows(), rule, writer, o.Key.Resource)
+	bs := en.bands(rule, writer, o.Key.Resource)
 	if win, ok := within(bs, d); ok {
 		return explanation{explain: win.Explain}
 	}
@@ -198,6 +219,21 @@ type failure struct {
 	Writer  string
 	Code    int
 	StageNS int64
+}
+
+// bands is Bands of the engine's windows, kept per rule, writer and
+// resource: the table does not change within a run.
+func (en *Engine) bands(rule, writer, resource string) []Window {
+	k := [3]string{rule, writer, resource}
+	if bs, ok := en.bandCache[k]; ok {
+		return bs
+	}
+	if en.bandCache == nil {
+		en.bandCache = map[[3]string][]Window{}
+	}
+	bs := Bands(en.windows(), rule, writer, resource)
+	en.bandCache[k] = bs
+	return bs
 }
 
 func (en *Engine) windows() []Window {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -306,7 +307,11 @@ func (s *Store) NewestMergelog(ctx context.Context) (int64, error) {
 // writes q selects (cpid.DerivedStore), in time order.
 func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(cpid.Evidence) error) error {
 	var marks []string
-	args := []any{q.AfterNS, q.UpToID, s.own()}
+	at := q.AtNS
+	if at == 0 {
+		at = math.MaxInt64
+	}
+	args := []any{q.AfterNS, at, q.UpToID, s.own(), q.Program}
 	for _, m := range q.StartMarkers {
 		marks = append(marks, "instr(e.request_uri, ?) > 0")
 		args = append(args, m)
@@ -314,7 +319,7 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	if len(marks) == 0 {
 		marks = []string{"0"}
 	}
-	args = append(args, q.AfterNS, q.UpToID, s.own(), q.LeaseNamespace)
+	args = append(args, q.AfterNS, at, q.UpToID, s.own(), q.LeaseNamespace)
 	for _, l := range q.Leases {
 		args = append(args, l)
 	}
@@ -323,12 +328,13 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 		leases = placeholders(len(q.Leases))
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0)
-		FROM audit_events e WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.verb IN ('list', 'watch')
-		  AND e.stage IN ('ResponseStarted', 'ResponseComplete') AND (`+strings.Join(marks, " OR ")+`)
+		FROM audit_events e WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ?
+		  AND e.verb IN ('list', 'watch') AND e.stage IN ('ResponseStarted', 'ResponseComplete')
+		  AND instr(e.user_agent, ?) = 1 AND (`+strings.Join(marks, " OR ")+`)
 		UNION ALL
 		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0)
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
+		WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
 		  AND e.resource = 'leases' AND e.namespace = ? AND e.name IN (`+leases+`)
 		ORDER BY 2`, args...)
 	if err != nil {
