@@ -45,12 +45,15 @@ type Progress struct {
 
 // Summary is what an ingest did.
 type Summary struct {
-	Files      []FileStats
-	Bytes      int64
-	DiskBytes  int64
-	Elapsed    time.Duration
-	Events     map[StageLevel]int // decoded audit events
-	Components map[string]int     // decoded log records by component
+	Files     []FileStats
+	Bytes     int64
+	DiskBytes int64
+	Elapsed   time.Duration
+	Events    map[StageLevel]int // decoded audit events
+	// Bodies counts, per resource of cpid.BodiedResources, the completed
+	// writes audited with bodies [0] and without (Metadata level) [1].
+	Bodies     map[string]*[2]int
+	Components map[string]int // decoded log records by component
 	Written    cpid.Written
 	Redacted   int // events a credential was removed from
 	Bad        int
@@ -74,7 +77,7 @@ type FileStats struct {
 // not be read are in Summary.ReadErrors.
 func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	start := time.Now()
-	sum := &Summary{Events: map[StageLevel]int{}, Components: map[string]int{}}
+	sum := &Summary{Events: map[StageLevel]int{}, Components: map[string]int{}, Bodies: map[string]*[2]int{}}
 	keep := in.KeepBad
 	if keep == 0 {
 		keep = 20
@@ -255,6 +258,19 @@ func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int
 			a := cpid.Audit{AuditEvent: audits[i], Pos: pos}
 			fs.Audits++
 			sum.Events[StageLevel{a.Stage, a.Level}]++
+			if cpid.BodiedResources[a.Resource] && a.Stage == "ResponseComplete" && (a.Subresource == "" || a.Subresource == "status") &&
+				(a.Verb == "create" || a.Verb == "update" || a.Verb == "patch") {
+				n := sum.Bodies[a.Resource]
+				if n == nil {
+					n = &[2]int{}
+					sum.Bodies[a.Resource] = n
+				}
+				if a.Level == "Metadata" || a.Level == "None" {
+					n[1]++
+				} else {
+					n[0]++
+				}
+			}
 			if a.Redacted {
 				sum.Redacted++
 			}

@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 func init() {
@@ -173,6 +176,11 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 		})
 		for _, k := range keys {
 			fmt.Fprintf(w, "  %-18s %-16s %d\n", k.Stage, k.Level, s.Events[k])
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(s.Bodies)) {
+		if n := s.Bodies[r]; n[1] > 0 && n[0] == 0 {
+			fmt.Fprintf(w, "warning: %s: every write is audited at Metadata level: %s (docs/CAUSALITY.md)\n", r, reconstruct.BlindReason(r))
 		}
 	}
 	if logs > 0 {

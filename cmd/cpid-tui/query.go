@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,8 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
 	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
 	change := fs.String("change", "", "sli, hops: only this change")
+	var windows paths
+	fs.Var(&windows, "window", "hops: a reaction window [RULE/]WRITER=DURATION before the defaults, as given to reconstruct (repeatable)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -237,7 +240,16 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err := need(0); err != nil {
 			return err
 		}
-		return queryHops(ctx, e, st, *change, *out)
+		ws := slices.Clone(reconstruct.DefaultWindows)
+		for i := len(windows) - 1; i >= 0; i-- {
+			win, err := reconstruct.ParseWindow(windows[i])
+			if err != nil {
+				fmt.Fprintln(e.stderr, "cpid-tui query:", err)
+				return errUsage
+			}
+			ws = append([]reconstruct.Window{win}, ws...)
+		}
+		return queryHops(ctx, e, st, *change, *out, ws)
 	}
 	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, spans, related, origins, sli, hops)\n", pos[0])
 	return errUsage
@@ -337,7 +349,7 @@ type hopRow struct {
 	Explain  map[string]int `json:"explain"`     // hops per explanation
 }
 
-func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format string) error {
+func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format string, windows []reconstruct.Window) error {
 	hops, err := st.Hops(ctx, change)
 	if err != nil {
 		return err
@@ -365,7 +377,7 @@ func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format
 	var rows [][]string
 	for _, k := range keys {
 		hs := groups[k]
-		bands := reconstruct.Bands(reconstruct.DefaultWindows, k.rule, k.writer, k.resource)
+		bands := reconstruct.Bands(windows, k.rule, k.writer, k.resource)
 		var widest int64
 		var names []string
 		for _, b := range bands {

@@ -33,8 +33,9 @@ docs/SCHEMA.md for the tables it fills.
 Every hop (cause -> write) is explained: within its writer's reaction window
 (informer, kubelet, toleration, node-grace; reconstruct.DefaultWindows) or
 by evidence (a retry after a failed write, the apiserver's own latency),
-else "unexplained". --window kwok=10m widens or narrows a writer's window;
-query hops prints the windows beside the hops observed (docs/CAUSALITY.md).`))
+else "unexplained". --window kwok=10m replaces a writer's windows (wider or
+narrower); query hops --window kwok=10m prints them beside the hops observed
+(docs/CAUSALITY.md).`))
 	var db string
 	dbFlag(fs, &db)
 	cluster := clusterFlag(fs, "")

@@ -238,6 +238,9 @@ func (c *changeScreen) view(w, h int) string {
 	if c.haveRow {
 		r := c.row
 		summary = fmt.Sprintf("%d writes · %d objects · settled %s ", r.Writes, r.Objects, dur(r.SettledNS-r.StartedNS))
+		if r.Trigger != "" && r.Trigger != cpid.TriggerUser {
+			summary = string(r.Trigger) + " · " + summary
+		}
 	}
 	head := " " + strings.Join(tabs, " ")
 	if lipgloss.Width(head)+lipgloss.Width(summary)+1 <= w {

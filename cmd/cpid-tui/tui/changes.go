@@ -246,6 +246,7 @@ type column struct {
 func (c *changesScreen) columns(w int) []column {
 	cols := []column{
 		{title: "STARTED", width: 12, cell: func(r cpid.ChangeRow) string { return clock(r.StartedNS) }},
+		{title: "TRIGGER", width: 8, drop: 1, cell: func(r cpid.ChangeRow) string { return string(r.Trigger) }},
 		{title: "WHO", cell: func(r cpid.ChangeRow) string {
 			if a := agent(r.UserAgent); a != "" {
 				return r.User + " (" + a + ")"

@@ -358,7 +358,7 @@ func (t *timelineView) row(i, w int, lo int64) string {
 	}
 	hop := ""
 	if e.CauseID != 0 {
-		hop = "hop +" + dur(e.HopNS) + " " + e.Rule
+		hop = "hop +" + dur(e.HopNS) + " " + string(e.Explain)
 	}
 	writerW, verbW, objW, hopW := t.listWidths(w)
 	if hopW == 0 {
@@ -401,6 +401,12 @@ func (t *timelineView) detail(w int, lo int64) []string {
 				second = fmt.Sprintf(" caused by %s %s %s at +%s (rule %s); hop %s", c.Writer, withSub(c.Verb, c.Subresource),
 					object(c.Kind, c.Namespace, c.Name), dur(c.NS-lo), e.Rule, dur(e.HopNS))
 			}
+		}
+	}
+	if e.Explain != "" {
+		second += " · why: " + string(e.Explain)
+		if e.ExplainDetail != "" {
+			second += " (" + e.ExplainDetail + ")"
 		}
 	}
 	if e.CPID != "" {
