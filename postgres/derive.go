@@ -273,27 +273,29 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		return err
 	}
 	var b pgx.Batch
-	for i := range out.Writes {
-		x := &out.Writes[i]
-		var hop any
-		if x.CauseEventID != 0 {
-			hop = x.HopNS
+	if d.reset {
+		// A full rebuild cleared the cluster's revisions first: every row
+		// is new, so they go in with COPY, the bulk path.
+		rows := make([][]any, len(out.Writes))
+		for i := range out.Writes {
+			rows[i] = revisionRow(&out.Writes[i], d.cluster)
 		}
-		b.Queue(`INSERT INTO revisions(event_id, api_group, resource, namespace, name, seq, order_by, attempt,
-			stage_ns, writer, writer_is_user, cpid, cpid_origin, cause_event_id, cause_rule, change_id, hop_ns, cluster,
-			explain, explain_detail, confidence)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
-			ON CONFLICT (event_id) DO UPDATE SET api_group = excluded.api_group, resource = excluded.resource,
-			namespace = excluded.namespace, name = excluded.name, seq = excluded.seq, order_by = excluded.order_by,
-			attempt = excluded.attempt, stage_ns = excluded.stage_ns, writer = excluded.writer,
-			writer_is_user = excluded.writer_is_user, cpid = excluded.cpid, cpid_origin = excluded.cpid_origin,
-			cause_event_id = excluded.cause_event_id, cause_rule = excluded.cause_rule, change_id = excluded.change_id,
-			hop_ns = excluded.hop_ns, cluster = excluded.cluster, explain = excluded.explain,
-			explain_detail = excluded.explain_detail, confidence = excluded.confidence`,
-			x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name, x.Seq, x.OrderBy, flag(x.Attempt),
-			x.StageNS, x.Writer.Name, flag(x.Writer.User), orNil(x.CPID), orNil(x.CPIDOrigin), orNil(x.CauseEventID),
-			orNil(x.Rule), orNil(x.ChangeID), hop, d.cluster, orNil(string(x.Explain)), orNil(x.ExplainDetail),
-			orNil(string(x.Confidence)))
+		if _, err := d.tx.CopyFrom(ctx, pgx.Identifier{"revisions"}, revisionColumns, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("copy revisions: %w", err)
+		}
+	} else {
+		for i := range out.Writes {
+			b.Queue(`INSERT INTO revisions(`+strings.Join(revisionColumns, ", ")+`)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
+				ON CONFLICT (event_id) DO UPDATE SET api_group = excluded.api_group, resource = excluded.resource,
+				namespace = excluded.namespace, name = excluded.name, seq = excluded.seq, order_by = excluded.order_by,
+				attempt = excluded.attempt, stage_ns = excluded.stage_ns, writer = excluded.writer,
+				writer_is_user = excluded.writer_is_user, cpid = excluded.cpid, cpid_origin = excluded.cpid_origin,
+				cause_event_id = excluded.cause_event_id, cause_rule = excluded.cause_rule, change_id = excluded.change_id,
+				hop_ns = excluded.hop_ns, cluster = excluded.cluster, explain = excluded.explain,
+				explain_detail = excluded.explain_detail, confidence = excluded.confidence`,
+				revisionRow(&out.Writes[i], d.cluster)...)
+		}
 	}
 	for _, c := range out.Changes {
 		b.Queue(`INSERT INTO changes(id, event_id, started_ns, settled_ns, "user", verb, api_group, resource,
@@ -323,7 +325,11 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 			m.CPID, m.TimeNS, m.Service, string(m.Origin), orNil(m.EventID), d.cluster)
 	}
 	br := d.tx.SendBatch(ctx, &b)
-	for range len(out.Writes) + len(out.Changes) + len(out.Anomalies) + len(out.Spans) {
+	queued := len(out.Changes) + len(out.Anomalies) + len(out.Spans)
+	if !d.reset {
+		queued += len(out.Writes)
+	}
+	for range queued {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return err
@@ -495,4 +501,21 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 		return fn(ev)
 	})
 	return err
+}
+
+// revisionColumns are the columns of a revision row, in revisionRow's order.
+var revisionColumns = []string{"event_id", "api_group", "resource", "namespace", "name", "seq", "order_by", "attempt",
+	"stage_ns", "writer", "writer_is_user", "cpid", "cpid_origin", "cause_event_id", "cause_rule", "change_id", "hop_ns",
+	"cluster", "explain", "explain_detail", "confidence"}
+
+// revisionRow is a write as a revisions row.
+func revisionRow(x *cpid.Write, cluster string) []any {
+	var hop any
+	if x.CauseEventID != 0 {
+		hop = x.HopNS
+	}
+	return []any{x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name, int64(x.Seq), x.OrderBy, flag(x.Attempt),
+		x.StageNS, x.Writer.Name, flag(x.Writer.User), orNil(x.CPID), orNil(x.CPIDOrigin), orNil(x.CauseEventID),
+		orNil(x.Rule), orNil(x.ChangeID), hop, cluster, orNil(string(x.Explain)), orNil(x.ExplainDetail),
+		orNil(string(x.Confidence))}
 }
