@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -83,13 +82,7 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 	if len(tr.Environment) == 0 {
 		t.Fatalf("%s: no environment events in truth.json", fixture)
 	}
-	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	for _, args := range [][]string{{"ingest", "--db", dbPath, "--quiet", filepath.Join(dir, "bundle")}, {"reconstruct", "--db", dbPath}} {
-		if code, out, e := runCmd(t, nil, args...); code != 0 {
-			t.Fatalf("%v: %d\n%s%s", args, code, out, e)
-		}
-	}
-	db := openDB(t, dbPath)
+	db := openDB(t, reconstructedFixture(t, filepath.Join(dir, "bundle")))
 	var report []string
 	conflicts, retried := 0, 0
 	for _, ev := range tr.Environment {
@@ -152,28 +145,7 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 			}
 		}
 		got := envAttributed(t, db, ids)
-		var hit int
-		var wrong []string
-		for k, v := range got {
-			if exp[k] == v {
-				hit++
-			} else {
-				wrong = append(wrong, fmt.Sprintf("+%s %s (truth: %q)", v, k, exp[k]))
-			}
-		}
-		for k, v := range exp {
-			if got[k] != v {
-				wrong = append(wrong, fmt.Sprintf("-%s %s", v, k))
-			}
-		}
-		sort.Strings(wrong)
-		p, r := 1.0, 1.0
-		if len(got) > 0 {
-			p = float64(hit) / float64(len(got))
-		}
-		if len(exp) > 0 {
-			r = float64(hit) / float64(len(exp))
-		}
+		p, r, wrong := score(got, exp)
 		report = append(report, fmt.Sprintf("%-18s trigger %-16s %d root(s), precision %.2f recall %.2f (%d attributed, %d expected)",
 			ev.ID, want, len(ids), p, r, len(got), len(exp)))
 		if p < minPrecision || r < minRecall {
@@ -216,13 +188,7 @@ func TestUnexplainedShare(t *testing.T) {
 	for _, f := range []string{"basic", "instrumented", "figure-5", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2",
 		"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy"} {
 		t.Run(f, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "cpid.db")
-			for _, args := range [][]string{{"ingest", "--db", db, "--quiet", filepath.Join("../../fixtures", f, "bundle")},
-				{"reconstruct", "--db", db}} {
-				if code, out, e := runCmd(t, nil, args...); code != 0 {
-					t.Fatalf("%v: %d\n%s%s", args, code, out, e)
-				}
-			}
+			db := reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle"))
 			code, out, e := runCmd(t, nil, "query", "changes", "--db", db, "--output", "json", "--limit", "0")
 			if code != 0 {
 				t.Fatalf("query changes: %d\n%s", code, e)

@@ -25,7 +25,9 @@ database is opened read-only: never created, never migrated.
                      --sort time|duration|size, --filter TEXT, --limit N
                      (0: all)
   timeline ID        every write of change ID in apiserver order: writer,
-                     object, the write that caused it and the hop latency;
+                     object, the write that caused it, the hop latency, why
+                     it waited, by which rule and with what confidence
+                     (exact: owner references, CPIDs; heuristic: time);
                      '*' marks the critical path to the last write
   spans ID           the spans of change ID: one apiserver span per write
                      (received to completed) and the controller spans of
@@ -174,9 +176,9 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 				hop = "+" + dur(t.HopNS)
 			}
 			rows = append(rows, []string{mark, clock(t.NS), dur(t.NS - ts[0].NS), t.Writer, verb, object(t.Kind, t.Namespace, t.Name), hop,
-				string(t.Explain), t.Rule, t.Origin})
+				string(t.Explain), t.Rule, string(t.Confidence), t.Origin})
 		}
-		head := []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CPID FROM"}
+		head := []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CONFIDENCE", "CPID FROM"}
 		if *out != "" && *out != "table" {
 			return output(e.stdout, *out, head, rows, ts)
 		}

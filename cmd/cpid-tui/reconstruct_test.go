@@ -157,28 +157,7 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 				got[k] = c
 			}
 		}
-		var hit int
-		var wrong []string
-		for k, v := range got {
-			if want[k] == v {
-				hit++
-			} else {
-				wrong = append(wrong, fmt.Sprintf("+%s %s (truth: %q)", v, k, want[k]))
-			}
-		}
-		for k, v := range want {
-			if got[k] != v {
-				wrong = append(wrong, fmt.Sprintf("-%s %s", v, k))
-			}
-		}
-		sort.Strings(wrong)
-		p, r := 1.0, 1.0
-		if len(got) > 0 {
-			p = float64(hit) / float64(len(got))
-		}
-		if len(want) > 0 {
-			r = float64(hit) / float64(len(want))
-		}
+		p, r, wrong := score(got, want)
 		report = append(report, fmt.Sprintf("%-18s precision %.2f recall %.2f (%d attributed, %d expected)", a.ID, p, r, len(got), len(want)))
 		if p < minPrecision || r < minRecall {
 			t.Errorf("%s: precision %.2f (min %.2f), recall %.2f (min %.2f):\n  %s", a.ID, p, minPrecision, r, minRecall,
@@ -186,6 +165,33 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 		}
 	}
 	t.Logf("%s attribution against truth.json:\n%s", fixture, strings.Join(report, "\n"))
+}
+
+// score compares what was attributed to each object with the truth:
+// precision, recall, and the differences (+ attributed wrongly, - missed).
+func score(got, want map[string]string) (p, r float64, wrong []string) {
+	var hit int
+	for k, v := range got {
+		if want[k] == v {
+			hit++
+		} else {
+			wrong = append(wrong, fmt.Sprintf("+%s %s (truth: %q)", v, k, want[k]))
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			wrong = append(wrong, fmt.Sprintf("-%s %s", v, k))
+		}
+	}
+	sort.Strings(wrong)
+	p, r = 1, 1
+	if len(got) > 0 {
+		p = float64(hit) / float64(len(got))
+	}
+	if len(want) > 0 {
+		r = float64(hit) / float64(len(want))
+	}
+	return p, r, wrong
 }
 
 // TestAttributionBasic: on the basic fixture, where actions run one at a
