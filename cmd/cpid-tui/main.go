@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"syscall"
@@ -46,7 +47,18 @@ func main() {
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
 	}
+	// CPID_MEMPROFILE=file writes every allocation of the run (for
+	// developers: go tool pprof -sample_index=alloc_space).
+	if os.Getenv("CPID_MEMPROFILE") != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
 	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	if p := os.Getenv("CPID_MEMPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	stop()
 	if code != 0 {
 		pprof.StopCPUProfile()
