@@ -201,6 +201,22 @@ type Hop struct {
 	Resource string
 }
 
+// AnomalyRow is something in the logs a reconstruction must not hide (a
+// replayed watch, a clock skew, a condition's time moving back), on the
+// write it was seen on.
+type AnomalyRow struct {
+	Kind      string `json:"kind"`
+	EventID   int64  `json:"event_id"`
+	NS        int64  `json:"ns"`
+	APIGroup  string `json:"api_group"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Detail    string `json:"detail"`
+	Change    string `json:"change"` // the change of the write, "" for a background write
+	Cluster   string `json:"cluster"`
+}
+
 // TailSource is one log followed by `cpid-tui tail`: where the tailer stands
 // in it, and its counters since it was first tailed.
 type TailSource struct {
@@ -242,6 +258,9 @@ type ChangeReader interface {
 	Spans(ctx context.Context, change string) ([]SpanRow, error)
 	PodWrites(ctx context.Context, change string) ([]PodWrite, error)
 	Hops(ctx context.Context, change string) ([]Hop, error)
+	// Anomalies returns what reconstruct flagged, of one change or (change
+	// "") of the view's clusters, in apiserver order.
+	Anomalies(ctx context.Context, change string) ([]AnomalyRow, error)
 	TailSources(ctx context.Context) ([]TailSource, error)
 	// NewestMergelog returns the time of the newest mergelog, 0 when none.
 	NewestMergelog(ctx context.Context) (int64, error)

@@ -521,3 +521,17 @@ func (s *Store) NewestMergelog(ctx context.Context) (int64, error) {
 	err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(ts_ns), 0) FROM mergelogs WHERE $1 = '' OR cluster = $1`, s.cluster).Scan(&ns)
 	return ns, err
 }
+
+// Anomalies returns the anomalies of a change, or of the view's clusters
+// ("" change), in apiserver order (cpid.ChangeReader).
+func (s *Store) Anomalies(ctx context.Context, change string) ([]cpid.AnomalyRow, error) {
+	rows, err := s.pool.Query(ctx, `SELECT a.kind, a.event_id, e.stage_ns, a.api_group, a.resource, a.namespace, a.name,
+		a.detail, COALESCE(r.change_id, ''), a.cluster
+		FROM anomalies a JOIN audit_events e ON e.id = a.event_id LEFT JOIN revisions r ON r.event_id = a.event_id
+		WHERE ($1 = '' OR r.change_id = $1) AND ($2 = '' OR a.cluster = $2)
+		ORDER BY e.stage_ns, a.event_id, a.kind COLLATE "C"`, change, s.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("anomalies: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.AnomalyRow])
+}

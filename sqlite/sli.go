@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -57,6 +58,30 @@ func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
 			return nil, err
 		}
 		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// Anomalies returns the anomalies of a change, or of the view's clusters
+// ("" change), in apiserver order (cpid.ChangeReader).
+func (s *Store) Anomalies(ctx context.Context, change string) ([]cpid.AnomalyRow, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT a.kind, a.event_id, e.stage_ns, a.api_group, a.resource, a.namespace, a.name,
+		a.detail, COALESCE(r.change_id, ''), a.cluster
+		FROM anomalies a JOIN audit_events e ON e.id = a.event_id LEFT JOIN revisions r ON r.event_id = a.event_id
+		WHERE (?1 = '' OR r.change_id = ?1) AND (?2 = '' OR a.cluster = ?2) ORDER BY e.stage_ns, a.event_id, a.kind`,
+		change, s.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("anomalies: %w", err)
+	}
+	defer rows.Close()
+	var out []cpid.AnomalyRow
+	for rows.Next() {
+		var a cpid.AnomalyRow
+		if err := rows.Scan(&a.Kind, &a.EventID, &a.NS, &a.APIGroup, &a.Resource, &a.Namespace, &a.Name, &a.Detail,
+			&a.Change, &a.Cluster); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
 	}
 	return out, rows.Err()
 }

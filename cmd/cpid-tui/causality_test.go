@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // envTruth is the environment part of a fixture's truth.json: what the
@@ -328,5 +330,49 @@ func TestBlindWarning(t *testing.T) {
 	}
 	if strings.Contains(out, "warning: pods") {
 		t.Errorf("a warning about pods, whose objects this policy keeps:\n%s", out)
+	}
+}
+
+// TestQueryAnomalies: when the node comes back, KWOK writes its Ready
+// condition with the lastTransitionTime it had cached before the loss (the
+// "time travel" of condition times): flagged on those writes, in the node's
+// change, and listed by query anomalies, one change or all.
+func TestQueryAnomalies(t *testing.T) {
+	db := reconstructedFixture(t, "../../fixtures/node-loss/bundle")
+	list := func(args ...string) []cpid.AnomalyRow {
+		t.Helper()
+		code, out, e := runCmd(t, nil, append([]string{"query", "anomalies", "--db", db, "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("query anomalies: %d\n%s", code, e)
+		}
+		var as []cpid.AnomalyRow
+		if err := json.Unmarshal([]byte(out), &as); err != nil {
+			t.Fatal(err)
+		}
+		return as
+	}
+	all := list()
+	var back string
+	for _, a := range all {
+		if a.Kind == "transition-backwards" && a.Resource == "nodes" && a.Name == "kwok-node-1" {
+			back = a.Change
+		}
+	}
+	if back == "" {
+		t.Fatalf("no transition-backwards on Node kwok-node-1 among %+v", all)
+	}
+	var trigger string
+	openDB(t, db).QueryRow(`SELECT trigger FROM changes WHERE id = ?`, back).Scan(&trigger)
+	if trigger != "node" {
+		t.Errorf("the anomaly's change %s has trigger %q, want the node's return", back, trigger)
+	}
+	one := list("--change", back)
+	if len(one) == 0 || len(one) >= len(all) {
+		t.Errorf("--change %s: %d of %d anomalies", back, len(one), len(all))
+	}
+	for _, a := range one {
+		if a.Change != back {
+			t.Errorf("--change %s lists %+v", back, a)
+		}
 	}
 }

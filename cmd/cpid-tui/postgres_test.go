@@ -35,6 +35,8 @@ func TestPostgresCLI(t *testing.T) {
 				{"query", "changes", "--output", "json"},
 				{"query", "changes", "--sort", "duration"},
 				{"query", "sli", "--output", "json"},
+				{"query", "anomalies", "--output", "json"},
+				{"query", "hops", "--output", "json"},
 			} {
 				want := must(append(q, "--db", lite)...)
 				if got := must(append(q, "--db", pg)...); got != want {

@@ -38,6 +38,11 @@ database is opened read-only: never created, never migrated.
                      database, per rule, writer and resource: the window (docs/CAUSALITY.md),
                      how many hops, p50/p90/p99/max, how many were past it
                      and why they waited (--change ID for one change)
+  anomalies          what the logs show that a reconstruction must not hide:
+                     rv-backwards (a replayed watch, skewed apiservers),
+                     clock-skew, repeated-write, transition-backwards (a
+                     condition's lastTransitionTime moved back), merge-cycle;
+                     each on its write and change (--change ID for one)
   sli                p50/p90/p99 of user change to Pod created, scheduled,
                      Running, Ready; the pod startup phases of the
                      Kubernetes scalability tests; hop latency per
@@ -59,7 +64,7 @@ Examples:
   cpid-tui query timeline 044d68ee-6a4f-47dc-a93e-da38a9ba0d77 --output json | jq '.[] | select(.critical)'`
 
 func runQuery(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "query", "changes|timeline ID|spans ID|related CPID|origins CPID|sli|hops [flags]", queryHelp)
+	fs := newFlags(e, "query", "changes|timeline ID|spans ID|related CPID|origins CPID|sli|hops|anomalies [flags]", queryHelp)
 	var db string
 	dbFlag(fs, &db)
 	cluster := clusterFlag(fs, "")
@@ -67,7 +72,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	sort := fs.String("sort", "time", "changes: time, duration or size")
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
 	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
-	change := fs.String("change", "", "sli, hops: only this change")
+	change := fs.String("change", "", "sli, hops, anomalies: only this change")
 	var windows paths
 	fs.Var(&windows, "window", "hops: a reaction window [RULE/]WRITER=DURATION before the defaults, as given to reconstruct (repeatable)")
 	pos, err := parseArgs(fs, args)
@@ -238,6 +243,24 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		return querySLI(ctx, e, st, *change, *out)
+	case "anomalies":
+		if err := need(0); err != nil {
+			return err
+		}
+		as, err := st.Anomalies(ctx, *change)
+		if err != nil {
+			return err
+		}
+		empty(len(as))
+		if as == nil {
+			as = []cpid.AnomalyRow{}
+		}
+		var rows [][]string
+		for _, a := range as {
+			kind := cpid.KindOf("", a.Resource)
+			rows = append(rows, []string{clock(a.NS), a.Kind, object(kind, a.Namespace, a.Name), a.Change, a.Detail})
+		}
+		return output(e.stdout, *out, []string{"TIME", "ANOMALY", "OBJECT", "CHANGE", "DETAIL"}, rows, as)
 	case "hops":
 		if err := need(0); err != nil {
 			return err
@@ -253,7 +276,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 		return queryHops(ctx, e, st, *change, *out, ws)
 	}
-	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, spans, related, origins, sli, hops)\n", pos[0])
+	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, spans, related, origins, sli, hops, anomalies)\n", pos[0])
 	return errUsage
 }
 

@@ -48,6 +48,8 @@ type changeScreen struct {
 	tl   *timelineView
 	logs *logsView
 	revs *revisionsView
+	// anomalies counts what reconstruct flagged on the change's writes.
+	anomalies int
 }
 
 type changeLoaded struct {
@@ -58,6 +60,7 @@ type changeLoaded struct {
 	timeline []cpid.TimelineEntry
 	graph    cpid.ChangeGraph
 	spans    []cpid.ChangeSpan
+	anoms    []cpid.AnomalyRow
 	err      error
 }
 
@@ -102,7 +105,10 @@ func (c *changeScreen) load() tea.Cmd {
 		if msg.graph, msg.err = st.ChangeGraph(ctx, id); msg.err != nil {
 			return msg
 		}
-		msg.spans, msg.err = st.ChangeSpans(ctx, id)
+		if msg.spans, msg.err = st.ChangeSpans(ctx, id); msg.err != nil {
+			return msg
+		}
+		msg.anoms, msg.err = st.Anomalies(ctx, id)
 		return msg
 	}}
 	if c.logs.requested {
@@ -138,6 +144,11 @@ func (c *changeScreen) update(msg tea.Msg) tea.Cmd {
 		}
 		c.row, c.haveRow = msg.row, true
 		c.tl.set(msg.timeline, msg.spans)
+		c.tl.anoms = map[int64][]cpid.AnomalyRow{}
+		for _, a := range msg.anoms {
+			c.tl.anoms[a.EventID] = append(c.tl.anoms[a.EventID], a)
+		}
+		c.anomalies = len(msg.anoms)
 		c.dag.set(msg.graph)
 		return c.show(c.tab)
 	case logsLoaded:
@@ -240,6 +251,13 @@ func (c *changeScreen) view(w, h int) string {
 		summary = fmt.Sprintf("%d writes · %d objects · settled %s ", r.Writes, r.Objects, dur(r.SettledNS-r.StartedNS))
 		if r.Trigger != "" && r.Trigger != cpid.TriggerUser {
 			summary = string(r.Trigger) + " · " + summary
+		}
+		if c.anomalies > 0 {
+			n := "1 anomaly"
+			if c.anomalies > 1 {
+				n = fmt.Sprintf("%d anomalies", c.anomalies)
+			}
+			summary = n + " · " + summary
 		}
 	}
 	head := " " + strings.Join(tabs, " ")

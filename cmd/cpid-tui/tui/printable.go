@@ -248,6 +248,10 @@ func (p printableReader) Hops(ctx context.Context, change string) ([]cpid.Hop, e
 	return printed(p.st.Hops(ctx, change))
 }
 
+func (p printableReader) Anomalies(ctx context.Context, change string) ([]cpid.AnomalyRow, error) {
+	return printed(p.st.Anomalies(ctx, change))
+}
+
 func (p printableReader) TailSources(ctx context.Context) ([]cpid.TailSource, error) {
 	return printed(p.st.TailSources(ctx))
 }

@@ -35,8 +35,9 @@ type timelineView struct {
 	cursor  int
 	listTop int
 	laneTop int
-	zoom    float64 // 1 shows the whole change; 2 half of it...
-	byObj   bool    // lanes per object instead of per controller
+	zoom    float64                     // 1 shows the whole change; 2 half of it...
+	byObj   bool                        // lanes per object instead of per controller
+	anoms   map[int64][]cpid.AnomalyRow // by event
 }
 
 func (t *timelineView) set(ents []cpid.TimelineEntry, spans []cpid.ChangeSpan) {
@@ -411,6 +412,9 @@ func (t *timelineView) detail(w int, lo int64) []string {
 	}
 	if e.CPID != "" {
 		second += fmt.Sprintf(" · CPID %s (%s)", short(e.CPID), e.Origin)
+	}
+	for _, a := range t.anoms[e.EventID] {
+		first += " · anomaly " + a.Kind + ": " + a.Detail
 	}
 	return []string{s.dim.Render(strings.Repeat("─", w)), first, second}
 }
