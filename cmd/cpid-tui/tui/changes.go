@@ -45,16 +45,15 @@ type changesScreen struct {
 }
 
 type changesLoaded struct {
-	to       *changesScreen
-	seq      int
-	total    int
-	base     int
-	rows     []cpid.ChangeRow
-	byCPID   bool
-	keepID   string
-	keepAt   int
-	err      error
-	appended bool
+	to     *changesScreen
+	seq    int
+	total  int
+	base   int
+	rows   []cpid.ChangeRow
+	byCPID bool
+	keepID string
+	keepAt int
+	err    error
 }
 
 func (m changesLoaded) target() screen { return m.to }

@@ -83,11 +83,6 @@ type tickMsg struct{}
 
 func push(s screen) tea.Cmd { return func() tea.Msg { return pushMsg{s} } }
 
-func notice(format string, args ...any) tea.Cmd {
-	s := fmt.Sprintf(format, args...)
-	return func() tea.Msg { return noticeMsg(s) }
-}
-
 // Model is the browse program's Bubble Tea model.
 type Model struct {
 	a       *app
