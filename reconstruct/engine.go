@@ -157,6 +157,7 @@ type Engine struct {
 	// epoch the start the write being processed opens.
 	Evidence    Evidence
 	evidenceErr error
+	evCache     map[string]*evCache
 	epochs      map[string]*Ref
 	epoch       string
 	// Bodies counts, per resource whose objects the rules read, the

@@ -132,21 +132,38 @@ type Evidence func(program string, afterNS, atNS int64) ([]cpid.Evidence, error)
 
 // evidenceOf returns what explains a wait of program's up to atNS after
 // afterNS: the evidence from EvidenceLookback before, so that a lease's
-// holder before the wait is known.
+// holder before the wait is known. Writes come in time order, so what was
+// read for one late write is kept and only the newer part read for the
+// next.
 func (en *Engine) evidenceOf(program string, afterNS, atNS int64) *evidence {
-	x := newEvidence()
-	if en.Evidence == nil {
-		return &x
+	lo := afterNS - int64(EvidenceLookback)
+	c := en.evCache[program]
+	if c == nil || lo < c.lo || en.Evidence == nil {
+		x := newEvidence()
+		c = &evCache{lo: lo, hi: lo, x: &x}
+		if en.evCache == nil {
+			en.evCache = map[string]*evCache{}
+		}
+		en.evCache[program] = c
 	}
-	evs, err := en.Evidence(program, afterNS-int64(EvidenceLookback), atNS)
-	if err != nil {
-		en.evidenceErr = err
-		return &x
+	if en.Evidence != nil && atNS > c.hi {
+		evs, err := en.Evidence(program, c.hi, atNS)
+		if err != nil {
+			en.evidenceErr = err
+			return c.x
+		}
+		for _, ev := range evs {
+			c.x.add(ev)
+		}
+		c.hi = atNS
 	}
-	for _, ev := range evs {
-		x.add(ev)
-	}
-	return &x
+	return c.x
+}
+
+// evCache is the evidence read of one program, from lo to hi.
+type evCache struct {
+	lo, hi int64
+	x      *evidence
 }
 
 // restarted looks for why writer's write e, whose cause became visible at
