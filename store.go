@@ -213,3 +213,46 @@ func OwnCluster(c string) string {
 	}
 	return c
 }
+
+// OpenOptions are how an engine opens a database.
+type OpenOptions struct {
+	// ReadOnly opens an existing database for reading only, as the
+	// commands that only read do: it is never created or migrated (a
+	// database without the cpid schema, or an older one, is an error
+	// saying which version is needed), and writes through it fail.
+	ReadOnly bool
+}
+
+// OpenOption sets one of OpenOptions.
+type OpenOption func(*OpenOptions)
+
+// ReadOnly is OpenOptions.ReadOnly.
+func ReadOnly() OpenOption { return func(o *OpenOptions) { o.ReadOnly = true } }
+
+// Options applies opts.
+func Options(opts ...OpenOption) OpenOptions {
+	var o OpenOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// JSONText is how a JSON value is stored in a TEXT column, in either
+// engine: the text as it came, or nil (NULL) for none.
+func JSONText(b json.RawMessage) any {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	return string(b)
+}
+
+// JSONStrings is how a list of strings is stored in a TEXT column: a JSON
+// array, or nil (NULL) for none.
+func JSONStrings(ss []string) any {
+	if len(ss) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(ss)
+	return string(b)
+}

@@ -317,7 +317,7 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	for _, x := range out.Spans {
 		b.Queue(`INSERT INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (span_id) DO NOTHING`,
-			x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS, text(x.Attrs), x.LogID, d.cluster)
+			x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS, cpid.JSONText(x.Attrs), x.LogID, d.cluster)
 	}
 	for _, m := range out.Mergelogs {
 		b.Queue(`INSERT INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES ($1,$2,$3,$4,$5,$6)

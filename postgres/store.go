@@ -42,26 +42,11 @@ type conns struct {
 // that processes opening a new database at once apply each one once.
 const migrationLock = 0x63706964 // "cpid"
 
-// Option changes how Open opens a database.
-type Option func(*options)
-
-type options struct{ readOnly bool }
-
-// ReadOnly opens the database for reading only, as the commands that only
-// read do: it is never migrated (a database without the cpid schema, or
-// with an older one, is an error saying which version is needed), and every
-// transaction is read-only (default_transaction_read_only), so a role that
-// may only SELECT can read.
-func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
-
 // Open connects to the database of dsn (a postgres:// URL or key=value
 // string, as libpq takes them) and applies the migrations it has not seen;
 // with ReadOnly it checks the schema instead.
-func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+func Open(ctx context.Context, dsn string, opts ...cpid.OpenOption) (*Store, error) {
+	o := cpid.Options(opts...)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -73,7 +58,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
-	if o.readOnly {
+	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -81,7 +66,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", redacted(cfg), err)
 	}
 	s := &Store{conns: &conns{pool: pool, dsn: dsn}}
-	if o.readOnly {
+	if o.ReadOnly {
 		err = s.checkSchema(ctx)
 	} else {
 		err = s.migrate(ctx)

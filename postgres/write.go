@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -50,8 +49,8 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				ON CONFLICT (hash) DO NOTHING RETURNING id`,
 				a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI, a.APIGroup, a.APIVersion,
 				a.Resource, a.Subresource, a.Namespace, a.Name, a.UID, a.ResourceVersion, a.Username, a.UserAgent,
-				jsonArray(a.SourceIPs), orNil(int64(a.Code)), a.ReceivedNS, a.StageNS, orNil(a.CPID), jsonArray(a.CPIDAncestors),
-				text(a.OwnerRefs), text(a.Annotations), flag(a.Redacted), files[a.File], a.Line, cluster)
+				cpid.JSONStrings(a.SourceIPs), orNil(int64(a.Code)), a.ReceivedNS, a.StageNS, orNil(a.CPID), cpid.JSONStrings(a.CPIDAncestors),
+				cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), flag(a.Redacted), files[a.File], a.Line, cluster)
 		}
 		for i := range b.Logs {
 			l := &b.Logs[i]
@@ -79,7 +78,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 			res.Audits++
 			if a.RequestObject != nil || a.ResponseObject != nil || a.ResponseStatus != nil {
 				bodies.Queue(`INSERT INTO audit_bodies(event_id, request_object, response_object, response_status)
-					VALUES ($1, $2, $3, $4)`, id, text(a.RequestObject), text(a.ResponseObject), text(a.ResponseStatus))
+					VALUES ($1, $2, $3, $4)`, id, cpid.JSONText(a.RequestObject), cpid.JSONText(a.ResponseObject), cpid.JSONText(a.ResponseStatus))
 			}
 		}
 		for i := range b.Logs {
@@ -182,23 +181,6 @@ func orNil[T comparable](v T) any {
 		return nil
 	}
 	return v
-}
-
-// text is JSON stored as TEXT, or NULL for none.
-func text(b json.RawMessage) any {
-	if len(b) == 0 || string(b) == "null" {
-		return nil
-	}
-	return string(b)
-}
-
-// jsonArray is a JSON array of ss, or NULL for none.
-func jsonArray(ss []string) any {
-	if len(ss) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(ss)
-	return string(b)
 }
 
 // flag is a bool as the 0/1 integer of the schema.

@@ -45,7 +45,7 @@ func TestOpenReadOnly(t *testing.T) {
 	ctx := context.Background()
 	t.Run("missing", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "typo.db")
-		_, err := Open(ctx, path, ReadOnly())
+		_, err := Open(ctx, path, cpid.ReadOnly())
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "no database") {
 			t.Fatalf("Open(missing, ReadOnly) = %v, want an error naming %s", err, path)
 		}
@@ -56,7 +56,7 @@ func TestOpenReadOnly(t *testing.T) {
 	t.Run("older schema", func(t *testing.T) {
 		s, path := openAt(t, 5)
 		s.Close()
-		_, err := Open(ctx, path, ReadOnly())
+		_, err := Open(ctx, path, cpid.ReadOnly())
 		if err == nil || !strings.Contains(err.Error(), "schema version 5") || !strings.Contains(err.Error(), "0006_cluster.sql") ||
 			!strings.Contains(err.Error(), "cpid-tui reconstruct") {
 			t.Fatalf("Open(version 5, ReadOnly) = %v, want the version needed and how to migrate", err)
@@ -76,7 +76,7 @@ func TestOpenReadOnly(t *testing.T) {
 	t.Run("not migrated", func(t *testing.T) {
 		s, path := openAt(t, 5)
 		defer s.Close()
-		Open(ctx, path, ReadOnly())
+		Open(ctx, path, cpid.ReadOnly())
 		if v, err := s.SchemaVersion(ctx); err != nil || v != 5 {
 			t.Errorf("after a reading open: schema version %d, %v; want 5 still", v, err)
 		}
@@ -84,7 +84,7 @@ func TestOpenReadOnly(t *testing.T) {
 	t.Run("empty file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "empty.db")
 		os.WriteFile(path, nil, 0o600)
-		if _, err := Open(ctx, path, ReadOnly()); err == nil || !strings.Contains(err.Error(), "no cpid schema") {
+		if _, err := Open(ctx, path, cpid.ReadOnly()); err == nil || !strings.Contains(err.Error(), "no cpid schema") {
 			t.Fatalf("Open(empty file, ReadOnly) = %v, want no cpid schema", err)
 		}
 	})
@@ -100,7 +100,7 @@ func TestOpenReadOnly(t *testing.T) {
 		}
 		s.Close()
 		readOnlyFile(t, path)
-		s, err = Open(ctx, path, ReadOnly())
+		s, err = Open(ctx, path, cpid.ReadOnly())
 		if err != nil {
 			t.Fatalf("Open(read-only file, ReadOnly): %v", err)
 		}

@@ -300,7 +300,7 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	}
 	for _, x := range out.Spans {
 		if _, err := sv.exec(stSpan, x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS,
-			rawJSON(x.Attrs), x.LogID, sv.cluster); err != nil {
+			cpid.JSONText(x.Attrs), x.LogID, sv.cluster); err != nil {
 			return err
 		}
 	}

@@ -68,31 +68,16 @@ func (s *Store) Clusters(ctx context.Context) ([]string, error) {
 	return column(ctx, s.r, `SELECT DISTINCT cluster FROM files ORDER BY cluster`)
 }
 
-// Option changes how Open opens a database.
-type Option func(*options)
-
-type options struct{ readOnly bool }
-
-// ReadOnly opens an existing database for reading only, as the commands
-// that only read do: a missing file is an error naming it, the database is
-// never created or migrated (an older schema is an error saying which
-// version is needed), and a file the process may not write (mode 0444, a
-// read-only directory) opens. Writes through the store fail.
-func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
-
 // Open opens (creating if needed, with mode 0600) the database at path and
 // applies any migrations it has not seen yet; with ReadOnly it only opens
 // an existing database of the current schema.
-func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, error) {
+	o := cpid.Options(opts...)
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if o.readOnly {
+	if o.ReadOnly {
 		return openReadOnly(ctx, path, abs)
 	}
 	// Create the file ourselves so its mode is 0600 whatever the umask;

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -92,9 +91,9 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				}
 				r, err := ins.ExecContext(stmtCtx, a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI,
 					a.APIGroup, a.APIVersion, a.Resource, a.Subresource, a.Namespace, a.Name, a.UID,
-					a.ResourceVersion, a.Username, a.UserAgent, jsonStrings(a.SourceIPs), nullInt(a.Code),
-					a.ReceivedNS, a.StageNS, nullString(a.CPID), jsonStrings(a.CPIDAncestors),
-					rawJSON(a.OwnerRefs), rawJSON(a.Annotations), a.Redacted, fid, a.Line, cluster)
+					a.ResourceVersion, a.Username, a.UserAgent, cpid.JSONStrings(a.SourceIPs), nullInt(a.Code),
+					a.ReceivedNS, a.StageNS, nullString(a.CPID), cpid.JSONStrings(a.CPIDAncestors),
+					cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), a.Redacted, fid, a.Line, cluster)
 				if err != nil {
 					return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
 				}
@@ -113,8 +112,8 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				if err != nil {
 					return err
 				}
-				if _, err := body.ExecContext(stmtCtx, id, rawJSON(a.RequestObject), rawJSON(a.ResponseObject),
-					rawJSON(a.ResponseStatus)); err != nil {
+				if _, err := body.ExecContext(stmtCtx, id, cpid.JSONText(a.RequestObject), cpid.JSONText(a.ResponseObject),
+					cpid.JSONText(a.ResponseStatus)); err != nil {
 					return fmt.Errorf("insert audit body %s: %w", a.Pos, err)
 				}
 			}
@@ -132,7 +131,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 					return err
 				}
 				r, err := ins.ExecContext(stmtCtx, l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg,
-					nullString(l.CPID), rawJSON(l.Fields), fid, l.Line, cluster)
+					nullString(l.CPID), cpid.JSONText(l.Fields), fid, l.Line, cluster)
 				if err != nil {
 					return fmt.Errorf("insert log record %s: %w", l.Pos, err)
 				}
@@ -188,20 +187,4 @@ func nullInt(n int) any {
 		return nil
 	}
 	return n
-}
-
-// rawJSON stores JSON as TEXT so that SQLite's json functions apply.
-func rawJSON(b json.RawMessage) any {
-	if len(b) == 0 || string(b) == "null" {
-		return nil
-	}
-	return string(b)
-}
-
-func jsonStrings(ss []string) any {
-	if len(ss) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(ss)
-	return string(b)
 }

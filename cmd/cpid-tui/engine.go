@@ -62,9 +62,9 @@ func openDatabase(ctx context.Context, db string) (*database, error) {
 // for writing would create a file wherever the link points.
 func openStore(ctx context.Context, w io.Writer, db string, a access) (*database, error) {
 	if isPostgres(db) {
-		var opts []postgres.Option
+		var opts []cpid.OpenOption
 		if a == readOnly {
-			opts = append(opts, postgres.ReadOnly())
+			opts = append(opts, cpid.ReadOnly())
 		}
 		p, err := postgres.Open(ctx, db, opts...)
 		if err != nil {
@@ -79,9 +79,9 @@ func openStore(ctx context.Context, w io.Writer, db string, a access) (*database
 		}
 		fmt.Fprintf(w, "cpid-tui: --db %s is a symbolic link: opening %s\n", db, target)
 	}
-	var opts []sqlite.Option
+	var opts []cpid.OpenOption
 	if a == readOnly {
-		opts = append(opts, sqlite.ReadOnly())
+		opts = append(opts, cpid.ReadOnly())
 	}
 	s, err := sqlite.Open(ctx, db, opts...)
 	if err != nil {
