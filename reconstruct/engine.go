@@ -391,7 +391,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			en.epoch = epochKey(e, start)
 			w.CauseEventID, w.Rule, w.HopNS = late.ref.EventID, late.rule, hopOf(e, late.ref)
 			w.Explain, w.ExplainDetail, w.Confidence = rx.explain, rx.detail, cpid.ConfidenceHeuristic
-			return rootOf{trigger: cpid.TriggerControllerStart, detail: programOf(e.UserAgent) + " started again: " + string(rx.explain) + ": " + rx.detail}
+			return rootOf{trigger: cpid.TriggerControllerStart, detail: agentName(e.UserAgent) + " started again: " + string(rx.explain) + ": " + rx.detail}
 		default:
 			x := en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
 			return rootOf{trigger: triggerOf(w.Writer.Name, o), detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",

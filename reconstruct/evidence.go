@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/cpid-dev/cpid"
@@ -194,9 +193,6 @@ func clockOf(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.0
 func epochKey(e *Event, start int64) string {
 	return agentName(e.UserAgent) + "@" + fmt.Sprint(start)
 }
-
-// programOf names a process from its user agent, for people.
-func programOf(ua string) string { return strings.TrimSpace(agentName(ua)) }
 
 // distinct reports whether ls name at least n different resources.
 func distinct(ls []listed, n int) bool {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,9 +37,27 @@ type envTruth struct {
 	}
 }
 
-// envKinds are the kinds the recorder snapshots for environment events.
-var envKinds = map[string]string{"Deployment": "deployments", "ReplicaSet": "replicasets", "Pod": "pods",
-	"Service": "services", "EndpointSlice": "endpointslices", "Node": "nodes", "Job": "jobs", "CronJob": "cronjobs"}
+// envKinds are the kinds the recorder snapshots for environment events:
+// those of user actions, and Nodes.
+var envKinds = func() map[string]string {
+	m := maps.Clone(truthKinds)
+	m["Node"] = "nodes"
+	return m
+}()
+
+// readEnvTruth reads the truth.json of the fixture in dir.
+func readEnvTruth(t *testing.T, dir string) envTruth {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr envTruth
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
 
 // envTrigger is the trigger cpid gives the root of an environment event of
 // the truth's kind.
@@ -73,14 +92,7 @@ func TestAttributionEnvironment(t *testing.T) {
 
 func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall float64) {
 	dir := filepath.Join("../../fixtures", fixture)
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr envTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := readEnvTruth(t, dir)
 	if len(tr.Environment) == 0 {
 		t.Fatalf("%s: no environment events in truth.json", fixture)
 	}
@@ -275,22 +287,13 @@ func envAttributed(t *testing.T, db *sql.DB, ids []string) map[string]string {
 	return out
 }
 
-// tookOver returns the objects that environment events of the truth in dir
-// which start a change of their own (not conflicts) created, for those
+// tookOver returns the objects that environment events of tr which
+// start a change of their own (not conflicts) created, for those
 // events that started between an action's start and its end. The script
 // marks an event's start just before it acts (kills a process at
 // details.killed_ns): an object the apiserver created before that moment
 // is still the action's.
-func tookOver(t *testing.T, db *sql.DB, dir string, startNS, endNS int64) map[string]bool {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr envTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+func tookOver(db *sql.DB, tr envTruth, startNS, endNS int64) map[string]bool {
 	out := map[string]bool{}
 	for _, ev := range tr.Environment {
 		if envTrigger[ev.Trigger] == "" || ev.StartNS < startNS || ev.StartNS > endNS {

@@ -100,6 +100,7 @@ func (s seen) change() string {
 func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall float64) {
 	dir := filepath.Join("../../fixtures", fixture)
 	tr := readTruth(t, dir)
+	env := readEnvTruth(t, dir)
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
 	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", filepath.Join(dir, "bundle")); code != 0 {
 		t.Fatalf("ingest: %d\n%s%s", code, out, e)
@@ -144,7 +145,7 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 		// that an environment event starting within the action created
 		// (a restarted controller finishing the scale-up) are that
 		// event's (docs/CAUSALITY.md).
-		for k := range tookOver(t, db, dir, a.StartNS, a.EndNS) {
+		for k := range tookOver(db, env, a.StartNS, a.EndNS) {
 			delete(want, k)
 		}
 		writes := map[string]*seen{}
