@@ -259,10 +259,17 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT NOT NULL,
-		applied_ns INTEGER NOT NULL)`); err != nil {
+	// In a write transaction (BEGIN IMMEDIATE waits for the write lock): in
+	// autocommit the statement reads the schema first and fails at once
+	// with SQLITE_BUSY when another first open wrote meanwhile.
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_ns INTEGER NOT NULL)`)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	applied := map[int]bool{}
