@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 	}
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	s := &Store{conns: &conns{path: abs, w: w, r: r, fileIDs: map[string]int64{}}}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetrying(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -358,6 +359,33 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// isBusy reports SQLITE_BUSY.
+func isBusy(err error) bool {
+	var se *sqlite3.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3lib.SQLITE_BUSY
+}
+
+// migrateRetrying is migrate, again while SQLite answers SQLITE_BUSY
+// without waiting: processes opening a new database at once race while it
+// turns to WAL mode (a connection still in rollback mode that would
+// deadlock is refused at once, the busy timeout notwithstanding). Each
+// migration is checked again in its own transaction, so a retry applies
+// none twice.
+func (s *Store) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := s.migrate(ctx)
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(10+rand.IntN(40)) * time.Millisecond):
+		}
+	}
 }
 
 // IsFull reports an error of a database that cannot grow: SQLITE_FULL
