@@ -10,7 +10,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +38,9 @@ type Store struct {
 type conns struct {
 	pool *pgxpool.Pool
 	dsn  string
+
+	mu   sync.Mutex           // guards open
+	open map[string]openBlock // cluster -> its last body block as this process wrote it
 }
 
 // migrationLock is the key of the advisory lock that migrations hold, so
@@ -145,13 +150,19 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 
 // migrate applies, in order and each in its own transaction holding the
 // advisory lock, the embedded migrations not yet recorded.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, math.MaxInt) }
+
+// migrateTo is migrate up to version upTo (tests build older databases).
+func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 	ms, err := cpid.ReadMigrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
 	latest := ms[len(ms)-1].Version
 	for _, m := range ms {
+		if m.Version > upTo {
+			break
+		}
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 				return err
@@ -176,6 +187,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
+			if step := migrationSteps[m.Version]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return err
+				}
+			}
 			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES ($1, $2, $3)`,
 				m.Version, m.Name, time.Now().UnixNano())
 			return err
@@ -189,6 +205,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// migrationSteps are the parts of migrations that SQL cannot do, run in the
+// migration's transaction after its SQL.
+var migrationSteps = map[int]func(context.Context, pgx.Tx) error{
+	3: packLegacyBodies,
 }
 
 // newer is a schema newer than this program's, found by a migration.

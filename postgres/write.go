@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/blocks"
 )
 
 // Write stores a batch in one transaction (cpid.RecordWriter). Records
@@ -26,6 +27,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	}
 	cluster := s.own()
 	dups := make([]int, len(b.Checkpoints))
+	afterCommit := func() {}
 	err = s.retry(ctx, func(tx pgx.Tx) error {
 		res = cpid.Written{}
 		clear(dups)
@@ -60,7 +62,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg, orNil(l.CPID), string(l.Fields), files[l.File], l.Line, cluster)
 		}
 		br := tx.SendBatch(ctx, &q)
-		var bodies pgx.Batch
+		var bodies []blocks.Body
 		for i := range b.Audits {
 			a := &b.Audits[i]
 			var id int64
@@ -76,10 +78,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
 			}
 			res.Audits++
-			if a.RequestObject != nil || a.ResponseObject != nil || a.ResponseStatus != nil {
-				bodies.Queue(`INSERT INTO audit_bodies(event_id, request_object, response_object, response_status)
-					VALUES ($1, $2, $3, $4)`, id, cpid.JSONText(a.RequestObject), cpid.JSONText(a.ResponseObject), cpid.JSONText(a.ResponseStatus))
-			}
+			bodies = append(bodies, blocks.NewBody(id, a.RequestObject, a.ResponseObject, a.ResponseStatus))
 		}
 		for i := range b.Logs {
 			var id int64
@@ -99,16 +98,16 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 		if err := br.Close(); err != nil {
 			return err
 		}
-		if bodies.Len() > 0 {
-			if err := tx.SendBatch(ctx, &bodies).Close(); err != nil {
-				return fmt.Errorf("insert audit bodies: %w", err)
-			}
+		if afterCommit, err = s.writeBodies(ctx, tx, cluster, bodies); err != nil {
+			return err
 		}
 		return checkpoints(ctx, tx, cluster, b.Checkpoints, dups)
 	})
 	if err != nil {
+		s.remember(cluster, nil)
 		return cpid.Written{}, err
 	}
+	afterCommit()
 	return res, nil
 }
 

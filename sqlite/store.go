@@ -50,8 +50,9 @@ type conns struct {
 	// consistent snapshot while the writer commits.
 	r *sql.DB
 
-	mu      sync.Mutex       // guards fileIDs: Write may be called from several goroutines
-	fileIDs map[string]int64 // cluster and path -> files.id of committed rows
+	mu      sync.Mutex           // guards fileIDs and open: Write may be called from several goroutines
+	fileIDs map[string]int64     // cluster and path -> files.id of committed rows
+	open    map[string]openBlock // cluster -> its last body block as this process wrote it
 }
 
 // InCluster returns the view of the database from cluster name ("" for
@@ -248,6 +249,12 @@ func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
+// migrationSteps are the parts of migrations that SQL cannot do, run in the
+// migration's transaction after its SQL.
+var migrationSteps = map[int]func(context.Context, *sql.Tx) error{
+	8: packLegacyBodies,
+}
+
 func migrations() ([]cpid.Migration, error) { return cpid.ReadMigrations(migrationFS, "migrations") }
 
 // migrate applies, in order and each in its own transaction, the embedded
@@ -318,6 +325,11 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 			}
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
+			}
+			if step := migrationSteps[m.Version]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return err
+				}
 			}
 			var table string
 			var rowid, parent, fkid any

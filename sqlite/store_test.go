@@ -378,3 +378,83 @@ func TestConcurrentWrites(t *testing.T) {
 		t.Errorf("%d log records in %d files, want %d in %d", logs, files, want, writers*3+1)
 	}
 }
+
+// TestBodyBlocksMigrationKeepsBodies: migration 0008 packs the bodies of a
+// version 7 database (a table of JSON text) into blocks, and every body reads
+// back through the view as it was, NULLs included, in two clusters.
+func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
+	ctx := context.Background()
+	// The bodies of the real fixture, as a database of today stores them.
+	src := ingestFixture(t)
+	want := map[int64][3]sql.NullString{}
+	rows, err := src.r.QueryContext(ctx, `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var b [3]sql.NullString
+		if err := rows.Scan(&id, &b[0], &b[1], &b[2]); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = b
+	}
+	rows.Close()
+	if len(want) < 1000 {
+		t.Fatalf("%d bodies in the fixture", len(want))
+	}
+
+	s, path := openAt(t, 7)
+	if _, err := s.w.ExecContext(ctx, `ATTACH DATABASE ? AS src`, src.path); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO files SELECT * FROM src.files`,
+		`INSERT INTO audit_events SELECT * FROM src.audit_events`,
+		// Half the events in another cluster: each cluster's bodies go
+		// to blocks of its own.
+		`UPDATE audit_events SET cluster = 'prod' WHERE id % 2 = 0`,
+		`INSERT INTO audit_bodies SELECT * FROM src.audit_bodies`,
+		`DETACH DATABASE src`,
+	} {
+		if _, err := s.w.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := map[int64][3]sql.NullString{}
+	rows, err = s.r.QueryContext(ctx, `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var b [3]sql.NullString
+		if err := rows.Scan(&id, &b[0], &b[1], &b[2]); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = b
+	}
+	rows.Close()
+	if len(got) != len(want) {
+		t.Errorf("%d events with bodies after the migration, want %d", len(got), len(want))
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("event %d: bodies differ after the migration:\n got %v\nwant %v", id, got[id], w)
+			break
+		}
+	}
+	var mixed, legacy int
+	s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT r.block_id FROM audit_body_refs r JOIN audit_events e ON e.id = r.event_id
+		GROUP BY r.block_id HAVING count(DISTINCT e.cluster) > 1)`).Scan(&mixed)
+	s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'audit_bodies_v7'`).Scan(&legacy)
+	if mixed > 0 || legacy > 0 {
+		t.Errorf("%d blocks hold two clusters' bodies; audit_bodies_v7 left: %d", mixed, legacy)
+	}
+}

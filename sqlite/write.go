@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/blocks"
 )
 
 const insertAudit = `INSERT OR IGNORE INTO audit_events(
@@ -14,8 +15,6 @@ const insertAudit = `INSERT OR IGNORE INTO audit_events(
 	namespace, name, uid, resource_version, username, user_agent, source_ips, code, received_ns, stage_ns,
 	cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster)
 VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?)`
-
-const insertBody = `INSERT INTO audit_bodies(event_id, request_object, response_object, response_status) VALUES (?,?,?,?)`
 
 const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line, cluster)
 VALUES (?,?,?,?,?,?,?,?,?,?)`
@@ -51,6 +50,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	// than an insert. A batch is short; the transaction still ends with ctx.
 	stmtCtx := context.WithoutCancel(ctx)
 	cluster := s.own()
+	afterCommit := func() {}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		fileID := func(path string) (int64, error) {
 			key := cluster + "\x00" + path
@@ -73,16 +73,12 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 			return id, nil
 		}
 		if len(b.Audits) > 0 {
+			var bodies []blocks.Body
 			ins, err := tx.PrepareContext(ctx, insertAudit)
 			if err != nil {
 				return err
 			}
 			defer ins.Close()
-			body, err := tx.PrepareContext(ctx, insertBody)
-			if err != nil {
-				return err
-			}
-			defer body.Close()
 			for i := range b.Audits {
 				a := &b.Audits[i]
 				fid, err := fileID(a.File)
@@ -112,10 +108,10 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				if err != nil {
 					return err
 				}
-				if _, err := body.ExecContext(stmtCtx, id, cpid.JSONText(a.RequestObject), cpid.JSONText(a.ResponseObject),
-					cpid.JSONText(a.ResponseStatus)); err != nil {
-					return fmt.Errorf("insert audit body %s: %w", a.Pos, err)
-				}
+				bodies = append(bodies, blocks.NewBody(id, a.RequestObject, a.ResponseObject, a.ResponseStatus))
+			}
+			if afterCommit, err = s.writeBodies(stmtCtx, tx, cluster, bodies); err != nil {
+				return err
 			}
 		}
 		if len(b.Logs) > 0 {
@@ -148,8 +144,10 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 		return writeCheckpoints(ctx, tx, cluster, b.Checkpoints, dups)
 	})
 	if err != nil {
+		s.remember(cluster, nil)
 		return cpid.Written{}, err
 	}
+	afterCommit()
 	s.mu.Lock()
 	for p, id := range newFiles {
 		s.fileIDs[p] = id

@@ -1,0 +1,257 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"unsafe"
+
+	"github.com/cpid-dev/cpid/blocks"
+	sqlite3 "modernc.org/sqlite"
+)
+
+// bodyCache holds the blocks cpid_body decompressed last: the rows of a
+// scan in id order take their bodies from a few blocks in turn.
+var bodyCache = blocks.NewCache(16)
+
+func init() {
+	// cpid_body(data, offset, len) is the text of len bytes at offset in
+	// the decompressed content of the body block data; NULL when len is.
+	// The view audit_bodies reads every body through it.
+	sqlite3.MustRegisterFunction("cpid_body", &sqlite3.FunctionImpl{
+		NArgs:         3,
+		Deterministic: true,
+		VolatileArgs:  true, // data is hashed and decompressed, never kept
+		Scalar: func(_ *sqlite3.FunctionContext, args []driver.Value) (driver.Value, error) {
+			if args[0] == nil || args[1] == nil || args[2] == nil {
+				return nil, nil
+			}
+			data, ok := args[0].([]byte)
+			off, ok1 := args[1].(int64)
+			n, ok2 := args[2].(int64)
+			if !ok || !ok1 || !ok2 {
+				return nil, fmt.Errorf("cpid_body(data BLOB, offset INTEGER, len INTEGER): wrong argument types %T, %T, %T",
+					args[0], args[1], args[2])
+			}
+			raw, err := bodyCache.Raw(data)
+			if err != nil {
+				return nil, err
+			}
+			if off < 0 || n < 0 || off+n > int64(len(raw)) {
+				return nil, fmt.Errorf("cpid_body: %d bytes at %d are outside the block's %d", n, off, len(raw))
+			}
+			if n == 0 {
+				return "", nil
+			}
+			// The cached content is never modified: the driver copies
+			// the string into SQLite.
+			return unsafe.String(&raw[off], n), nil
+		},
+	})
+}
+
+// openBlock is the last body block of a cluster as a writer last saw it.
+type openBlock struct {
+	id  int64
+	raw []byte
+}
+
+// writeBodies packs the bodies of the events a transaction stored into the
+// cluster's blocks, and returns what to run once it committed: the last block, when not full, takes them first and is
+// written again.
+func (s *Store) writeBodies(ctx context.Context, tx *sql.Tx, cluster string, bodies []blocks.Body) (after func(), err error) {
+	if len(bodies) == 0 {
+		return func() {}, nil
+	}
+	open, err := s.loadOpenBlock(ctx, tx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	bs, refs := blocks.Pack(open, bodies)
+	if len(bs) == 0 {
+		return func() {}, nil
+	}
+	if err := storeBlocks(ctx, tx, cluster, bs, refs); err != nil {
+		return nil, err
+	}
+	last := bs[len(bs)-1]
+	return func() { s.remember(cluster, last) }, nil
+}
+
+// remember keeps the content of a cluster's last block once the
+// transaction that wrote it committed (nil: forget it).
+func (s *Store) remember(cluster string, last *blocks.Block) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open == nil {
+		s.open = map[string]openBlock{}
+	}
+	if last != nil && blocks.Open(int64(len(last.Raw))) {
+		s.open[cluster] = openBlock{id: last.ID, raw: last.Raw}
+	} else {
+		delete(s.open, cluster)
+	}
+}
+
+// loadOpenBlock returns the cluster's last block when it still takes
+// bodies, nil otherwise. The content this writer stored last is reused when
+// the block is unchanged since (another process may have written to it).
+func (s *Store) loadOpenBlock(ctx context.Context, tx *sql.Tx, cluster string) (*blocks.Block, error) {
+	var id, rawLen int64
+	err := tx.QueryRowContext(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = ? ORDER BY id DESC LIMIT 1`, cluster).Scan(&id, &rawLen)
+	switch {
+	case err == sql.ErrNoRows:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the last body block: %w", err)
+	case !blocks.Open(rawLen):
+		return nil, nil
+	}
+	s.mu.Lock()
+	o, ok := s.open[cluster]
+	s.mu.Unlock()
+	if ok && o.id == id && int64(len(o.raw)) == rawLen {
+		// Pack appends to the content: give it a copy it may grow.
+		raw := make([]byte, len(o.raw), blocks.Size)
+		copy(raw, o.raw)
+		return &blocks.Block{ID: id, Raw: raw}, nil
+	}
+	var data []byte
+	if err := tx.QueryRowContext(ctx, `SELECT data FROM body_blocks WHERE id = ?`, id).Scan(&data); err != nil {
+		return nil, fmt.Errorf("read the last body block: %w", err)
+	}
+	raw, err := blocks.Decompress(make([]byte, 0, blocks.Size), data, rawLen)
+	if err != nil {
+		return nil, fmt.Errorf("body block %d: %w", id, err)
+	}
+	return &blocks.Block{ID: id, Raw: raw}, nil
+}
+
+// storeBlocks writes the blocks Pack returned (inserting new ones, updating
+// the open one it grew) and the references to them.
+func storeBlocks(ctx context.Context, tx *sql.Tx, cluster string, bs []*blocks.Block, refs []blocks.Ref) error {
+	var buf []byte
+	for _, b := range bs {
+		buf = blocks.Compress(buf[:0], b.Raw)
+		if b.ID != 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE body_blocks SET raw_len = ?, data = ? WHERE id = ?`, len(b.Raw), buf, b.ID); err != nil {
+				return fmt.Errorf("store body block: %w", err)
+			}
+			continue
+		}
+		r, err := tx.ExecContext(ctx, `INSERT INTO body_blocks(cluster, raw_len, data) VALUES (?, ?, ?)`, cluster, len(b.Raw), buf)
+		if err != nil {
+			return fmt.Errorf("store body block: %w", err)
+		}
+		if b.ID, err = r.LastInsertId(); err != nil {
+			return err
+		}
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO audit_body_refs(event_id, block_id, offset, request_len, response_len, status_len)
+		VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for _, r := range refs {
+		if _, err := ins.ExecContext(ctx, r.EventID, bs[r.Block].ID, r.Off, nullLen(r.Len[0]), nullLen(r.Len[1]), nullLen(r.Len[2])); err != nil {
+			return fmt.Errorf("store body of event %d: %w", r.EventID, err)
+		}
+	}
+	return nil
+}
+
+func nullLen(n int) any {
+	if n < 0 {
+		return nil
+	}
+	return n
+}
+
+// packLegacyBodies moves the bodies of a database older than schema v8
+// (table audit_bodies_v7, one row of JSON text per event) into blocks, in
+// event order, and drops the old table. It runs in migration 0008's
+// transaction.
+func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
+	var open *blocks.Block
+	flush := func(bodies []blocks.Body, cluster string) error {
+		bs, refs := blocks.Pack(open, bodies)
+		if len(bs) == 0 {
+			return nil
+		}
+		if err := storeBlocks(ctx, tx, cluster, bs, refs); err != nil {
+			return err
+		}
+		open = bs[len(bs)-1]
+		if !blocks.Open(int64(len(open.Raw))) {
+			open = nil
+		}
+		return nil
+	}
+	// Each cluster's bodies go to its own blocks, in event order; a chunk
+	// of rows at a time bounds memory.
+	clusters, err := txColumn(ctx, tx, `SELECT DISTINCT e.cluster FROM audit_bodies_v7 b JOIN audit_events e ON e.id = b.event_id ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, cluster := range clusters {
+		open = nil
+		after := int64(0)
+		for {
+			rows, err := tx.QueryContext(ctx, `SELECT b.event_id, b.request_object, b.response_object, b.response_status
+				FROM audit_bodies_v7 b JOIN audit_events e ON e.id = b.event_id
+				WHERE e.cluster = ? AND b.event_id > ? ORDER BY b.event_id LIMIT 2000`, cluster, after)
+			if err != nil {
+				return err
+			}
+			var chunk []blocks.Body
+			for rows.Next() {
+				var b blocks.Body
+				var req, resp, st sql.NullString
+				if err := rows.Scan(&b.EventID, &req, &resp, &st); err != nil {
+					rows.Close()
+					return err
+				}
+				b.Request, b.Response, b.Status = nullBytes(req), nullBytes(resp), nullBytes(st)
+				chunk = append(chunk, b)
+				after = b.EventID
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			if len(chunk) == 0 {
+				break
+			}
+			if err := flush(chunk, cluster); err != nil {
+				return fmt.Errorf("pack the bodies of schema v7: %w", err)
+			}
+		}
+	}
+	_, err = tx.ExecContext(ctx, `DROP TABLE audit_bodies_v7`)
+	return err
+}
+
+func nullBytes(s sql.NullString) []byte {
+	if !s.Valid {
+		return nil
+	}
+	return []byte(s.String)
+}
+
+func txColumn(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
