@@ -460,3 +460,10 @@ func DropIDs(ids []string, drop ...string) []string {
 	}
 	return out
 }
+
+// SQLReader runs a person's SQL (cpid-tui sql) on a connection that cannot
+// write, calling fn with the columns and each row's values: nil, int64,
+// float64, string, []byte, or the engine's types (time, numeric...).
+type SQLReader interface {
+	QuerySQL(ctx context.Context, query string, fn func(columns []string, values []any) error) error
+}

@@ -40,3 +40,13 @@ func (s *Store) LockRun(ctx context.Context) (func(), error) {
 		}
 	}
 }
+
+// tryLock takes an exclusive flock(2) on f without waiting; busy when
+// another process holds it.
+func tryLock(f *os.File) (busy bool, err error) {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, nil
+	}
+	return false, err
+}

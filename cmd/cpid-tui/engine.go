@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ type store interface {
 	cpid.RecordWriter
 	cpid.DerivedStore
 	cpid.ChangeReader
+	cpid.SQLReader
 }
 
 // database is an open database of either engine. This file is the only
@@ -28,6 +30,9 @@ type database struct {
 	close    func() error
 	// full reports a store error that waiting may cure (a full disk).
 	full func(error) bool
+	// finish and abandon end a bulk load (openForLoad); nil otherwise.
+	finish  func(context.Context) error
+	abandon func() error
 }
 
 // defaultCluster is the cluster of records written without --cluster.
@@ -88,6 +93,28 @@ func openStore(ctx context.Context, w io.Writer, db string, a access) (*database
 		return nil, err
 	}
 	return &database{view: func(c string) store { return s.InCluster(c) }, clusters: s.Clusters, close: s.Close, full: sqlite.IsFull}, nil
+}
+
+// openForLoad opens --db for a load of records (cpid-tui ingest): a SQLite
+// file that does not exist yet is created by a bulk load (sqlite.Bulk:
+// indexes built at the end, the file moved into place by finish), any
+// other database is opened as openStore does.
+func openForLoad(ctx context.Context, w io.Writer, db string) (*database, error) {
+	if isPostgres(db) {
+		return openStore(ctx, w, db, readWrite)
+	}
+	if _, err := os.Lstat(db); !errors.Is(err, os.ErrNotExist) {
+		return openStore(ctx, w, db, readWrite)
+	}
+	b, err := sqlite.OpenBulk(ctx, db)
+	if errors.Is(err, sqlite.ErrExists) {
+		return openStore(ctx, w, db, readWrite) // it appeared meanwhile
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &database{view: func(c string) store { return b.InCluster(c) }, clusters: b.Clusters, close: func() error { return nil },
+		full: sqlite.IsFull, finish: b.Finish, abandon: b.Abandon}, nil
 }
 
 // hintReconstruct tells w to run reconstruct when no cluster of the

@@ -109,7 +109,7 @@ Examples:
 		fs.Usage()
 		return errUsage
 	}
-	db0, err := openStore(ctx, e.stderr, db, readWrite)
+	db0, err := openForLoad(ctx, e.stderr, db)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,25 @@ Examples:
 		in.ProgressEvery = 2 * time.Second
 		in.Progress = func(p ingest.Progress) { printProgress(e.stderr, p) }
 	}
+	start := time.Now()
 	sum, err := in.Run(ctx, paths)
+	if db0.finish != nil {
+		// A new database: what was stored is whole batches, kept even
+		// when the run was interrupted; a store error throws it away.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			db0.abandon()
+			return fmt.Errorf("%w (nothing was kept: %s did not exist before)", err, db)
+		}
+		if !*quiet {
+			fmt.Fprintf(e.stderr, "ingest: building the indexes of the new database\n")
+		}
+		if ferr := db0.finish(context.WithoutCancel(ctx)); ferr != nil {
+			return ferr
+		}
+		if sum != nil {
+			sum.Elapsed = time.Since(start)
+		}
+	}
 	if sum != nil {
 		printSummary(e.stdout, db, sum)
 	}

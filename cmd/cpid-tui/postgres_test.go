@@ -37,6 +37,8 @@ func TestPostgresCLI(t *testing.T) {
 				{"query", "sli", "--output", "json"},
 				{"query", "anomalies", "--output", "json"},
 				{"query", "hops", "--output", "json"},
+				// Every body, as each engine's view decodes it from its blocks.
+				{"sql", "--output", "csv", "select event_id, request_object, response_object, response_status from audit_bodies order by event_id"},
 			} {
 				want := must(append(q, "--db", lite)...)
 				if got := must(append(q, "--db", pg)...); got != want {

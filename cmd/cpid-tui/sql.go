@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+)
+
+func init() {
+	register(command{name: "sql", summary: "run your own SQL on the database, bodies included (table, json, csv)", run: runSQL})
+}
+
+const sqlHelp = `Runs one SQL statement on the database, read-only, and prints its rows.
+The schema is docs/SCHEMA.md; the same text works on both engines where
+their dialects agree (docs/SCHEMA.md shows where they differ).
+
+Bodies are stored compressed in blocks; the view audit_bodies reads them
+as JSON text (request_object, response_object, response_status). In
+SQLite it decodes them with the function cpid_body, which only cpid-tui
+has: the sqlite3 shell reads every other table, but not audit_bodies. Here
+it works, with SQLite's JSON functions (json_extract, ->>, json_each...).
+In PostgreSQL audit_bodies is a plain view and psql reads it too.
+
+The statement runs on a connection that cannot write: INSERT, UPDATE,
+DELETE and DDL fail. Give the statement as arguments (joined by spaces) or
+as - to read it from standard input.
+
+Values: NULL is printed NULL in a table and CSV and null in JSON; a BLOB as
+x'hex' in a table (the first 32 bytes) and CSV, base64 in JSON. Tables show
+strings without control characters or escape sequences; --output csv writes
+them escaped, --output json exactly (docs/SECURITY.md).
+
+Examples:
+  cpid-tui sql --db cpid.db "select verb, resource, count(*) from audit_events group by 1, 2 order by 3 desc"
+  cpid-tui sql --db cpid.db "select e.name, b.response_object ->> '$.spec.replicas'
+      from audit_events e join audit_bodies b on b.event_id = e.id
+      where e.resource = 'deployments' and e.stage = 'ResponseComplete'"
+  echo "select * from changes" | cpid-tui sql --db cpid.db --output json -`
+
+func runSQL(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sql", "[--db cpid.db] [--output table|json|csv] STATEMENT...|-", sqlHelp)
+	var db string
+	dbFlag(fs, &db)
+	out := fs.String("output", "table", "table, json or csv")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	switch *out {
+	case "table", "json", "csv":
+	default:
+		fmt.Fprintf(e.stderr, "cpid-tui sql: --output %q: give table, json or csv\n", *out)
+		return errUsage
+	}
+	query := strings.Join(pos, " ")
+	if len(pos) == 1 && pos[0] == "-" {
+		b, err := io.ReadAll(e.stdin)
+		if err != nil {
+			return fmt.Errorf("read the statement from standard input: %w", err)
+		}
+		query = string(b)
+	}
+	if strings.TrimSpace(query) == "" {
+		fmt.Fprintln(e.stderr, "cpid-tui sql: the statement is empty")
+		return errUsage
+	}
+	db0, err := openStore(ctx, e.stderr, db, readOnly)
+	if err != nil {
+		return err
+	}
+	defer db0.close()
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	p := newRowPrinter(w, *out)
+	if err := db0.view("").QuerySQL(ctx, query, p.row); err != nil {
+		return err
+	}
+	return p.end()
+}
+
+// rowPrinter prints the rows of a statement as they come (a table is
+// aligned at the end).
+type rowPrinter struct {
+	w      io.Writer
+	format string
+	cols   []string
+	n      int
+	tw     *tabwriter.Writer
+	cw     *csv.Writer
+}
+
+func newRowPrinter(w io.Writer, format string) *rowPrinter {
+	return &rowPrinter{w: w, format: format}
+}
+
+func (p *rowPrinter) header(cols []string) {
+	p.cols = cols
+	switch p.format {
+	case "table":
+		p.tw = tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+		p.line(cols)
+	case "csv":
+		p.cw = csv.NewWriter(p.w)
+		p.cw.Write(cols)
+	case "json":
+		io.WriteString(p.w, "[")
+	}
+}
+
+func (p *rowPrinter) line(cells []string) {
+	for i, c := range cells {
+		if i > 0 {
+			io.WriteString(p.tw, "\t")
+		}
+		io.WriteString(p.tw, tui.Printable(c))
+	}
+	io.WriteString(p.tw, "\n")
+}
+
+func (p *rowPrinter) row(cols []string, vals []any) error {
+	if p.cols == nil {
+		p.header(cols)
+	}
+	p.n++
+	switch p.format {
+	case "table":
+		cells := make([]string, len(vals))
+		for i, v := range vals {
+			cells[i] = sqlText(v, 32)
+		}
+		p.line(cells)
+	case "csv":
+		cells := make([]string, len(vals))
+		for i, v := range vals {
+			cells[i] = csvText(sqlText(v, -1))
+		}
+		return p.cw.Write(cells)
+	case "json":
+		if p.n > 1 {
+			io.WriteString(p.w, ",")
+		}
+		io.WriteString(p.w, "\n  {")
+		for i, v := range vals {
+			if i > 0 {
+				io.WriteString(p.w, ", ")
+			}
+			k, _ := json.Marshal(cols[i])
+			b, err := json.Marshal(jsonValue(v))
+			if err != nil {
+				return err
+			}
+			p.w.Write(k)
+			io.WriteString(p.w, ": ")
+			p.w.Write(b)
+		}
+		io.WriteString(p.w, "}")
+	}
+	return nil
+}
+
+// end finishes the output; a statement with no row prints its header when
+// the engine gave no columns either, nothing.
+func (p *rowPrinter) end() error {
+	switch p.format {
+	case "table":
+		if p.tw != nil {
+			return p.tw.Flush()
+		}
+	case "csv":
+		if p.cw != nil {
+			p.cw.Flush()
+			return p.cw.Error()
+		}
+	case "json":
+		if p.cols == nil {
+			io.WriteString(p.w, "[")
+		}
+		if p.n > 0 {
+			io.WriteString(p.w, "\n")
+		}
+		io.WriteString(p.w, "]\n")
+	}
+	return nil
+}
+
+// sqlText is a value as a cell: NULL, a number, the text, x'hex' for bytes
+// that are not UTF-8 text (the first max bytes when max >= 0).
+func sqlText(v any, max int) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return v
+	case []byte:
+		if utf8.Valid(v) && !strings.ContainsRune(string(v), 0) {
+			return string(v)
+		}
+		if max >= 0 && len(v) > max {
+			return "x'" + hex.EncodeToString(v[:max]) + "'... (" + strconv.Itoa(len(v)) + " bytes)"
+		}
+		return "x'" + hex.EncodeToString(v) + "'"
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case time.Time:
+		return v.Format(time.RFC3339Nano)
+	case fmt.Stringer:
+		return v.String()
+	}
+	return fmt.Sprint(v)
+}
+
+// jsonValue is a value as JSON encodes it: bytes that are UTF-8 text as a
+// string (SQLite returns TEXT so from some expressions), others base64.
+func jsonValue(v any) any {
+	if b, ok := v.([]byte); ok && utf8.Valid(b) && !strings.ContainsRune(string(b), 0) {
+		return string(b)
+	}
+	return v
+}
