@@ -1,11 +1,12 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +24,11 @@ type Ingester struct {
 	// DefaultRedaction.
 	Redaction *Redaction
 	// BatchSize is the number of records per transaction. Default 5000.
+	// A batch also ends at BatchBytes of bodies, messages and fields.
 	BatchSize int
+	// BatchBytes bounds the bytes a batch holds (bodies, log fields), so
+	// that memory does not grow with the size of events. Default 8 MiB.
+	BatchBytes int
 	// Progress, when set, is called about every ProgressEvery with the
 	// counts so far, from a goroutine of its own.
 	Progress      func(Progress)
@@ -82,12 +87,17 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	if keep == 0 {
 		keep = 20
 	}
+	maxBytes := in.BatchBytes
+	if maxBytes <= 0 {
+		maxBytes = 8 << 20
+	}
 	size := in.BatchSize
 	if size <= 0 {
 		size = 5000
 	}
 	w := in.Walker
-	w.Notice = func(n Notice) { sum.Notices = append(sum.Notices, n) }
+	var noticeMu sync.Mutex // files are read at once
+	w.Notice = func(n Notice) { noticeMu.Lock(); sum.Notices = append(sum.Notices, n); noticeMu.Unlock() }
 	var disk, decoded, records atomic.Int64
 	var current atomic.Value
 	current.Store("")
@@ -124,13 +134,15 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 		}()
 	}
 
-	// The decoder fills batches; this goroutine writes them. Two batches
-	// circulate so decoding and writing overlap.
+	// The collector fills batches from the decoded chunks, in input
+	// order; this goroutine writes them. Two batches circulate so decoding
+	// and writing overlap.
 	full := make(chan *cpid.Batch, 1)
 	free := make(chan *cpid.Batch, 2)
 	free <- &cpid.Batch{}
 	free <- &cpid.Batch{}
 	decErr := make(chan error, 1)
+	jobs := in.startDecoding(ctx, w, files, &decoded)
 	go func() {
 		defer close(full)
 		b := <-free
@@ -150,30 +162,41 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 				return false
 			}
 		}
-		for _, f := range files {
-			current.Store(f)
-			fs := FileStats{Name: f}
-			err := w.Read(ctx, f, func(s Stream) error {
-				return in.decodeStream(s, &fs, sum, keep, func(a *cpid.Audit, l *cpid.Log) bool {
-					records.Add(1)
-					if a != nil {
-						b.Audits = append(b.Audits, *a)
-					} else {
-						b.Logs = append(b.Logs, *l)
-					}
-					if b.Len() >= size {
-						return flush()
-					}
-					return true
-				}, &decoded)
-			})
-			sum.Files = append(sum.Files, fs)
-			if err != nil {
-				if ctx.Err() != nil {
-					decErr <- ctx.Err()
-					return
+		held := 0 // bytes of the records in b
+		emit := func(a *cpid.Audit, l *cpid.Log) bool {
+			records.Add(1)
+			if a != nil {
+				b.Audits = append(b.Audits, *a)
+				held += len(a.RequestObject) + len(a.ResponseObject) + len(a.ResponseStatus) + len(a.RequestURI) + len(a.UserAgent)
+			} else {
+				b.Logs = append(b.Logs, *l)
+				held += len(l.Fields) + len(l.Msg)
+			}
+			if b.Len() >= size || held >= maxBytes {
+				held = 0
+				return flush()
+			}
+			return true
+		}
+		for job := range jobs {
+			current.Store(job.name)
+			fs := FileStats{Name: job.name}
+			ok := true
+			for c := range job.chunks {
+				if ok {
+					<-c.done
+					ok = in.collect(c, &fs, sum, keep, emit)
 				}
-				sum.ReadErrors = append(sum.ReadErrors, fmt.Errorf("%s: %w", f, err))
+				putChunk(c)
+			}
+			fs.Lines = int(job.lines.Load())
+			sum.Files = append(sum.Files, fs)
+			if !ok || ctx.Err() != nil {
+				decErr <- ctx.Err()
+				return
+			}
+			if job.err != nil {
+				sum.ReadErrors = append(sum.ReadErrors, fmt.Errorf("%s: %w", job.name, job.err))
 			}
 		}
 		flush()
@@ -206,91 +229,96 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	return sum, ctx.Err()
 }
 
-// decodeStream decodes the lines of one stream and hands each record to emit,
-// which returns false to stop.
-func (in *Ingester) decodeStream(s Stream, fs *FileStats, sum *Summary, keep int,
-	emit func(*cpid.Audit, *cpid.Log) bool, decoded *atomic.Int64) error {
+// startDecoding starts the readers and the workers of the pipeline
+// (pipeline.go) and returns the files in input order, each with its chunks
+// in order.
+func (in *Ingester) startDecoding(ctx context.Context, w Walker, files []string, decoded *atomic.Int64) <-chan *fileJob {
 	lim := in.Walker.Limits.withDefaults()
-	lr := newLineReader(s.R, lim.MaxLine)
-	var cri CRI
-	bad := func(line int, reason string) {
+	red := orDefault(in.Redaction)
+	procs := runtime.GOMAXPROCS(0)
+	work := make(chan *chunk, 2*procs)
+	for range procs {
+		go func() {
+			for c := range work {
+				c.decode(red)
+			}
+		}()
+	}
+	jobs := make(chan *fileJob, procs)
+	go func() {
+		defer close(jobs)
+		var readers sync.WaitGroup
+		defer func() { readers.Wait(); close(work) }()
+		sem := make(chan struct{}, procs) // files read at once
+		for _, f := range files {
+			job := &fileJob{name: f, chunks: make(chan *chunk, chunkQueue)}
+			select {
+			case jobs <- job:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				job.err = ctx.Err()
+				close(job.chunks)
+				return
+			}
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				job.err = w.Read(ctx, f, func(s Stream) error { return splitStream(ctx, s, lim, job, work, decoded) })
+				close(job.chunks)
+				<-sem
+			}()
+		}
+	}()
+	return jobs
+}
+
+// collect counts a decoded chunk into the summary and hands its records to
+// emit, which returns false to stop.
+func (in *Ingester) collect(c *chunk, fs *FileStats, sum *Summary, keep int, emit func(*cpid.Audit, *cpid.Log) bool) bool {
+	for _, b := range c.bad {
 		fs.Bad++
 		sum.Bad++
 		if len(sum.BadLines) < keep {
-			sum.BadLines = append(sum.BadLines, &LineError{Pos: cpid.Pos{File: s.Name, Line: line}, Reason: reason})
+			sum.BadLines = append(sum.BadLines, &LineError{Pos: cpid.Pos{File: c.stream, Line: b.line}, Reason: b.reason})
 		}
 	}
-	for {
-		raw, n, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		var tooLong errLineTooLong
-		if errors.As(err, &tooLong) {
-			fs.Lines++
-			bad(n, err.Error())
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		fs.Lines++
-		decoded.Add(int64(len(raw)) + 1)
-		if bytes.IndexByte(raw, 0) >= 0 {
-			bad(n, errBinary)
-			continue
-		}
-		line, ok, err := cri.Feed(raw)
-		if err != nil {
-			bad(n, err.Error())
-			continue
-		}
-		if !ok {
-			continue // a CRI partial: the rest follows
-		}
-		audits, rec, err := decodeLine(line, orDefault(in.Redaction))
-		if err != nil {
-			bad(n, err.Error())
-			continue
-		}
-		pos := cpid.Pos{File: s.Name, Line: n}
-		for i := range audits {
-			a := cpid.Audit{AuditEvent: audits[i], Pos: pos}
-			fs.Audits++
-			sum.Events[StageLevel{a.Stage, a.Level}]++
-			if cpid.BodiedResources[a.Resource] && a.Stage == "ResponseComplete" && (a.Subresource == "" || a.Subresource == "status") &&
-				(a.Verb == "create" || a.Verb == "update" || a.Verb == "patch") {
-				n := sum.Bodies[a.Resource]
-				if n == nil {
-					n = &[2]int{}
-					sum.Bodies[a.Resource] = n
-				}
-				if a.Level == "Metadata" || a.Level == "None" {
-					n[1]++
-				} else {
-					n[0]++
-				}
+	for i := range c.audits {
+		a := &c.audits[i]
+		fs.Audits++
+		sum.Events[StageLevel{a.Stage, a.Level}]++
+		if cpid.BodiedResources[a.Resource] && a.Stage == "ResponseComplete" && (a.Subresource == "" || a.Subresource == "status") &&
+			(a.Verb == "create" || a.Verb == "update" || a.Verb == "patch") {
+			n := sum.Bodies[a.Resource]
+			if n == nil {
+				n = &[2]int{}
+				sum.Bodies[a.Resource] = n
 			}
-			if a.Redacted {
-				sum.Redacted++
-			}
-			if !emit(&a, nil) {
-				return context.Canceled
+			if a.Level == "Metadata" || a.Level == "None" {
+				n[1]++
+			} else {
+				n[0]++
 			}
 		}
-		if rec != nil {
-			l := cpid.Log{LogRecord: *rec, Pos: pos}
-			fs.Logs++
-			sum.Components[l.Component]++
-			if !emit(nil, &l) {
-				return context.Canceled
-			}
+		if a.Redacted {
+			sum.Redacted++
+		}
+		if !emit(a, nil) {
+			return false
 		}
 	}
-	if err := cri.End(); err != nil {
-		bad(lr.line, err.Error())
+	for i := range c.logs {
+		l := &c.logs[i]
+		fs.Logs++
+		sum.Components[l.Component]++
+		if !emit(nil, l) {
+			return false
+		}
 	}
-	return nil
+	return true
 }
 
 // errBinary is the reason given for a line holding a NUL byte: not text.

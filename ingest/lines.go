@@ -93,6 +93,12 @@ func (l *lineReader) next() ([]byte, int, error) {
 	}
 }
 
+// owned reports whether the line next returned is the caller's to keep:
+// a line longer than keepMax is joined into a slice of its own that the
+// reader never reuses (joined keeps only smaller ones as scratch), so a
+// caller may keep it without a copy.
+func (l *lineReader) owned(line []byte) bool { return cap(line) > keepMax }
+
 // hold copies chunk after the held bytes of the line, into the last part
 // or a new one as large as what is held (between partMin and partMax).
 func (l *lineReader) hold(chunk []byte, held int) {

@@ -130,7 +130,12 @@ func fileIDs(ctx context.Context, tx pgx.Tx, cluster string, b *cpid.Batch) (map
 	if len(paths) == 0 {
 		return ids, nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO files(path, cluster) SELECT p, $2 FROM unnest($1::text[]) p
+	// Paths stored already are skipped before the insert, so that they
+	// take no id (ON CONFLICT alone would spend one): ids number files in
+	// the order they were first stored, as in SQLite, however the records
+	// were batched.
+	if _, err := tx.Exec(ctx, `INSERT INTO files(path, cluster) SELECT p, $2 FROM unnest($1::text[]) WITH ORDINALITY AS u(p, n)
+		WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.cluster = $2 AND f.path = u.p) ORDER BY n
 		ON CONFLICT (cluster, path) DO NOTHING`, paths, cluster); err != nil {
 		return nil, fmt.Errorf("store files: %w", err)
 	}

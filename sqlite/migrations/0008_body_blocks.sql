@@ -21,7 +21,6 @@ CREATE TABLE audit_body_refs (
   response_len INTEGER,          -- and the status follows the response
   status_len   INTEGER
 );
-CREATE INDEX audit_body_refs_block ON audit_body_refs(block_id);
 
 -- The bodies stored before v8 move into blocks (cpid-tui's migration step
 -- packs audit_bodies_v7, then drops it).
