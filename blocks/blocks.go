@@ -6,7 +6,7 @@
 // range of its block's decompressed content; reading one decompresses one
 // block (about 50 µs for 256 KiB).
 //
-// The last block of a cluster stays open: the next transaction appends to it
+// The last block of each kind of a cluster stays open: the next transaction appends to it
 // and writes it again, so blocks fill up whatever the size of the batches
 // (a tailer commits a few events at a time) and their content depends only
 // on the sequence of bodies stored, not on how they were batched.
@@ -28,7 +28,39 @@ const Size = 256 << 10
 // Body is the bodies of one audit event; nil is absent (NULL).
 type Body struct {
 	EventID                   int64
+	Kind                      string // KindWrite or KindOther: the blocks it goes to
 	Request, Response, Status []byte
+}
+
+// The kinds of blocks. A cluster's bodies of writes and of everything else
+// (gets, lists, watches...) go to blocks of their own, so that a reader of
+// writes (reconstruct, an object's revisions) decompresses no list response.
+const (
+	KindWrite = "write"
+	KindOther = "other"
+)
+
+// Kinds are the kinds of blocks, in the order a transaction stores them.
+var Kinds = []string{KindWrite, KindOther}
+
+// KindOf is the kind of block for the bodies of an event of verb.
+func KindOf(verb string) string {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return KindWrite
+	}
+	return KindOther
+}
+
+// OfKind returns the bodies of kind, in order.
+func OfKind(bodies []Body, kind string) []Body {
+	var out []Body
+	for _, b := range bodies {
+		if b.Kind == kind {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Empty reports whether the event has no body at all.
@@ -207,10 +239,11 @@ func (c *Cache) Raw(data []byte) ([]byte, error) {
 	return raw, nil
 }
 
-// NewBody is the bodies of event id as the audit event carried them: an
-// empty or JSON null body is absent, as it was stored before blocks.
-func NewBody(id int64, request, response, status []byte) Body {
-	return Body{EventID: id, Request: present(request), Response: present(response), Status: present(status)}
+// NewBody is the bodies of event id, of verb, as the audit event carried
+// them: an empty or JSON null body is absent, as it was stored before
+// blocks.
+func NewBody(id int64, verb string, request, response, status []byte) Body {
+	return Body{EventID: id, Kind: KindOf(verb), Request: present(request), Response: present(response), Status: present(status)}
 }
 
 func present(b []byte) []byte {

@@ -20,43 +20,58 @@ type openBlock struct {
 // cluster's blocks, and returns what to run once it committed. The last block, when not full, takes them first: it is
 // locked (FOR UPDATE), so that writers of one cluster append to it in turn.
 func (s *Store) writeBodies(ctx context.Context, tx pgx.Tx, cluster string, bodies []blocks.Body) (after func(), err error) {
-	if len(bodies) == 0 {
-		return func() {}, nil
+	var lasts []func()
+	for _, kind := range blocks.Kinds {
+		of := blocks.OfKind(bodies, kind)
+		if len(of) == 0 {
+			continue
+		}
+		open, err := s.loadOpenBlock(ctx, tx, cluster, kind)
+		if err != nil {
+			return nil, err
+		}
+		bs, refs := blocks.Pack(open, of)
+		if len(bs) == 0 {
+			continue
+		}
+		if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
+			return nil, err
+		}
+		last := bs[len(bs)-1]
+		lasts = append(lasts, func() { s.remember(cluster, kind, last) })
 	}
-	open, err := s.loadOpenBlock(ctx, tx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	bs, refs := blocks.Pack(open, bodies)
-	if len(bs) == 0 {
-		return func() {}, nil
-	}
-	if err := storeBlocks(ctx, tx, cluster, bs, refs); err != nil {
-		return nil, err
-	}
-	last := bs[len(bs)-1]
-	return func() { s.remember(cluster, last) }, nil
+	return func() {
+		for _, f := range lasts {
+			f()
+		}
+	}, nil
 }
 
-// remember keeps the content of a cluster's last block once the
-// transaction that wrote it committed (nil: forget it).
-func (s *Store) remember(cluster string, last *blocks.Block) {
+// remember keeps the content of a cluster's last block of kind once the
+// transaction that wrote it committed (nil: forget it; kind "": every kind).
+func (s *Store) remember(cluster, kind string, last *blocks.Block) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open == nil {
 		s.open = map[string]openBlock{}
 	}
+	if kind == "" {
+		for _, k := range blocks.Kinds {
+			delete(s.open, cluster+"\x00"+k)
+		}
+		return
+	}
 	if last != nil && blocks.Open(int64(len(last.Raw))) {
-		s.open[cluster] = openBlock{id: last.ID, raw: last.Raw}
+		s.open[cluster+"\x00"+kind] = openBlock{id: last.ID, raw: last.Raw}
 	} else {
-		delete(s.open, cluster)
+		delete(s.open, cluster+"\x00"+kind)
 	}
 }
 
-func (s *Store) loadOpenBlock(ctx context.Context, tx pgx.Tx, cluster string) (*blocks.Block, error) {
+func (s *Store) loadOpenBlock(ctx context.Context, tx pgx.Tx, cluster, kind string) (*blocks.Block, error) {
 	var id, rawLen int64
-	err := tx.QueryRow(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = $1 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
-		cluster).Scan(&id, &rawLen)
+	err := tx.QueryRow(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = $1 AND kind = $2 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
+		cluster, kind).Scan(&id, &rawLen)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
@@ -67,7 +82,7 @@ func (s *Store) loadOpenBlock(ctx context.Context, tx pgx.Tx, cluster string) (*
 	}
 	raw := make([]byte, 0, blocks.Size)
 	s.mu.Lock()
-	o, ok := s.open[cluster]
+	o, ok := s.open[cluster+"\x00"+kind]
 	s.mu.Unlock()
 	if ok && o.id == id && int64(len(o.raw)) == rawLen {
 		return &blocks.Block{ID: id, Raw: append(raw, o.raw...)}, nil
@@ -83,7 +98,7 @@ func (s *Store) loadOpenBlock(ctx context.Context, tx pgx.Tx, cluster string) (*
 }
 
 // storeBlocks writes the blocks Pack returned and the references to them.
-func storeBlocks(ctx context.Context, tx pgx.Tx, cluster string, bs []*blocks.Block, refs []blocks.Ref) error {
+func storeBlocks(ctx context.Context, tx pgx.Tx, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
 	for _, b := range bs {
 		if b.ID != 0 {
 			if _, err := tx.Exec(ctx, `UPDATE body_blocks SET raw_len = $1, data = $2 WHERE id = $3`, len(b.Raw), b.Raw, b.ID); err != nil {
@@ -91,8 +106,8 @@ func storeBlocks(ctx context.Context, tx pgx.Tx, cluster string, bs []*blocks.Bl
 			}
 			continue
 		}
-		if err := tx.QueryRow(ctx, `INSERT INTO body_blocks(cluster, raw_len, data) VALUES ($1, $2, $3) RETURNING id`,
-			cluster, len(b.Raw), b.Raw).Scan(&b.ID); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO body_blocks(cluster, kind, raw_len, data) VALUES ($1, $2, $3, $4) RETURNING id`,
+			cluster, kind, len(b.Raw), b.Raw).Scan(&b.ID); err != nil {
 			return fmt.Errorf("store body block: %w", err)
 		}
 	}
@@ -126,10 +141,10 @@ func packLegacyBodies(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	for _, cluster := range clusters {
-		var open *blocks.Block
+		open := map[string]*blocks.Block{}
 		after := int64(0)
 		for {
-			rows, err := tx.Query(ctx, `SELECT b.event_id, b.request_object, b.response_object, b.response_status
+			rows, err := tx.Query(ctx, `SELECT b.event_id, e.verb, b.request_object, b.response_object, b.response_status
 				FROM audit_bodies_v7 b JOIN audit_events e ON e.id = b.event_id
 				WHERE e.cluster = $1 AND b.event_id > $2 ORDER BY b.event_id LIMIT 2000`, cluster, after)
 			if err != nil {
@@ -138,12 +153,13 @@ func packLegacyBodies(ctx context.Context, tx pgx.Tx) error {
 			var chunk []blocks.Body
 			for rows.Next() {
 				var id int64
+				var verb string
 				var req, resp, st *string
-				if err := rows.Scan(&id, &req, &resp, &st); err != nil {
+				if err := rows.Scan(&id, &verb, &req, &resp, &st); err != nil {
 					rows.Close()
 					return err
 				}
-				chunk = append(chunk, blocks.NewBody(id, strBytes(req), strBytes(resp), strBytes(st)))
+				chunk = append(chunk, blocks.NewBody(id, verb, strBytes(req), strBytes(resp), strBytes(st)))
 				after = id
 			}
 			rows.Close()
@@ -153,15 +169,17 @@ func packLegacyBodies(ctx context.Context, tx pgx.Tx) error {
 			if len(chunk) == 0 {
 				break
 			}
-			bs, refs := blocks.Pack(open, chunk)
-			if len(bs) == 0 {
-				continue
-			}
-			if err := storeBlocks(ctx, tx, cluster, bs, refs); err != nil {
-				return fmt.Errorf("pack the bodies of schema v7: %w", err)
-			}
-			if open = bs[len(bs)-1]; !blocks.Open(int64(len(open.Raw))) {
-				open = nil
+			for _, kind := range blocks.Kinds {
+				bs, refs := blocks.Pack(open[kind], blocks.OfKind(chunk, kind))
+				if len(bs) == 0 {
+					continue
+				}
+				if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
+					return fmt.Errorf("pack the bodies of schema v7: %w", err)
+				}
+				if open[kind] = bs[len(bs)-1]; !blocks.Open(int64(len(open[kind].Raw))) {
+					open[kind] = nil
+				}
 			}
 		}
 	}

@@ -78,7 +78,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
 			}
 			res.Audits++
-			bodies = append(bodies, blocks.NewBody(id, a.RequestObject, a.ResponseObject, a.ResponseStatus))
+			bodies = append(bodies, blocks.NewBody(id, a.Verb, a.RequestObject, a.ResponseObject, a.ResponseStatus))
 		}
 		for i := range b.Logs {
 			var id int64
@@ -104,7 +104,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 		return checkpoints(ctx, tx, cluster, b.Checkpoints, dups)
 	})
 	if err != nil {
-		s.remember(cluster, nil)
+		s.remember(cluster, "", nil)
 		return cpid.Written{}, err
 	}
 	afterCommit()

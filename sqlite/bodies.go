@@ -61,45 +61,60 @@ type openBlock struct {
 // cluster's blocks, and returns what to run once it committed: the last block, when not full, takes them first and is
 // written again.
 func (s *Store) writeBodies(ctx context.Context, tx *sql.Tx, cluster string, bodies []blocks.Body) (after func(), err error) {
-	if len(bodies) == 0 {
-		return func() {}, nil
+	var lasts []func()
+	for _, kind := range blocks.Kinds {
+		of := blocks.OfKind(bodies, kind)
+		if len(of) == 0 {
+			continue
+		}
+		open, err := s.loadOpenBlock(ctx, tx, cluster, kind)
+		if err != nil {
+			return nil, err
+		}
+		bs, refs := blocks.Pack(open, of)
+		if len(bs) == 0 {
+			continue
+		}
+		if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
+			return nil, err
+		}
+		last := bs[len(bs)-1]
+		lasts = append(lasts, func() { s.remember(cluster, kind, last) })
 	}
-	open, err := s.loadOpenBlock(ctx, tx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	bs, refs := blocks.Pack(open, bodies)
-	if len(bs) == 0 {
-		return func() {}, nil
-	}
-	if err := storeBlocks(ctx, tx, cluster, bs, refs); err != nil {
-		return nil, err
-	}
-	last := bs[len(bs)-1]
-	return func() { s.remember(cluster, last) }, nil
+	return func() {
+		for _, f := range lasts {
+			f()
+		}
+	}, nil
 }
 
-// remember keeps the content of a cluster's last block once the
-// transaction that wrote it committed (nil: forget it).
-func (s *Store) remember(cluster string, last *blocks.Block) {
+// remember keeps the content of a cluster's last block of kind once the
+// transaction that wrote it committed (nil: forget it; kind "": every kind).
+func (s *Store) remember(cluster, kind string, last *blocks.Block) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open == nil {
 		s.open = map[string]openBlock{}
 	}
+	if kind == "" {
+		for _, k := range blocks.Kinds {
+			delete(s.open, cluster+"\x00"+k)
+		}
+		return
+	}
 	if last != nil && blocks.Open(int64(len(last.Raw))) {
-		s.open[cluster] = openBlock{id: last.ID, raw: last.Raw}
+		s.open[cluster+"\x00"+kind] = openBlock{id: last.ID, raw: last.Raw}
 	} else {
-		delete(s.open, cluster)
+		delete(s.open, cluster+"\x00"+kind)
 	}
 }
 
 // loadOpenBlock returns the cluster's last block when it still takes
 // bodies, nil otherwise. The content this writer stored last is reused when
 // the block is unchanged since (another process may have written to it).
-func (s *Store) loadOpenBlock(ctx context.Context, tx *sql.Tx, cluster string) (*blocks.Block, error) {
+func (s *Store) loadOpenBlock(ctx context.Context, tx *sql.Tx, cluster, kind string) (*blocks.Block, error) {
 	var id, rawLen int64
-	err := tx.QueryRowContext(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = ? ORDER BY id DESC LIMIT 1`, cluster).Scan(&id, &rawLen)
+	err := tx.QueryRowContext(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = ? AND kind = ? ORDER BY id DESC LIMIT 1`, cluster, kind).Scan(&id, &rawLen)
 	switch {
 	case err == sql.ErrNoRows:
 		return nil, nil
@@ -109,7 +124,7 @@ func (s *Store) loadOpenBlock(ctx context.Context, tx *sql.Tx, cluster string) (
 		return nil, nil
 	}
 	s.mu.Lock()
-	o, ok := s.open[cluster]
+	o, ok := s.open[cluster+"\x00"+kind]
 	s.mu.Unlock()
 	if ok && o.id == id && int64(len(o.raw)) == rawLen {
 		// Pack appends to the content: give it a copy it may grow.
@@ -130,7 +145,7 @@ func (s *Store) loadOpenBlock(ctx context.Context, tx *sql.Tx, cluster string) (
 
 // storeBlocks writes the blocks Pack returned (inserting new ones, updating
 // the open one it grew) and the references to them.
-func storeBlocks(ctx context.Context, tx *sql.Tx, cluster string, bs []*blocks.Block, refs []blocks.Ref) error {
+func storeBlocks(ctx context.Context, tx *sql.Tx, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
 	var buf []byte
 	for _, b := range bs {
 		buf = blocks.Compress(buf[:0], b.Raw)
@@ -140,7 +155,7 @@ func storeBlocks(ctx context.Context, tx *sql.Tx, cluster string, bs []*blocks.B
 			}
 			continue
 		}
-		r, err := tx.ExecContext(ctx, `INSERT INTO body_blocks(cluster, raw_len, data) VALUES (?, ?, ?)`, cluster, len(b.Raw), buf)
+		r, err := tx.ExecContext(ctx, `INSERT INTO body_blocks(cluster, kind, raw_len, data) VALUES (?, ?, ?, ?)`, cluster, kind, len(b.Raw), buf)
 		if err != nil {
 			return fmt.Errorf("store body block: %w", err)
 		}
@@ -174,21 +189,6 @@ func nullLen(n int) any {
 // event order, and drops the old table. It runs in migration 0008's
 // transaction.
 func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
-	var open *blocks.Block
-	flush := func(bodies []blocks.Body, cluster string) error {
-		bs, refs := blocks.Pack(open, bodies)
-		if len(bs) == 0 {
-			return nil
-		}
-		if err := storeBlocks(ctx, tx, cluster, bs, refs); err != nil {
-			return err
-		}
-		open = bs[len(bs)-1]
-		if !blocks.Open(int64(len(open.Raw))) {
-			open = nil
-		}
-		return nil
-	}
 	// Each cluster's bodies go to its own blocks, in event order; a chunk
 	// of rows at a time bounds memory.
 	clusters, err := txColumn(ctx, tx, `SELECT DISTINCT e.cluster FROM audit_bodies_v7 b JOIN audit_events e ON e.id = b.event_id ORDER BY 1`)
@@ -196,10 +196,10 @@ func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	for _, cluster := range clusters {
-		open = nil
+		open := map[string]*blocks.Block{}
 		after := int64(0)
 		for {
-			rows, err := tx.QueryContext(ctx, `SELECT b.event_id, b.request_object, b.response_object, b.response_status
+			rows, err := tx.QueryContext(ctx, `SELECT b.event_id, e.verb, b.request_object, b.response_object, b.response_status
 				FROM audit_bodies_v7 b JOIN audit_events e ON e.id = b.event_id
 				WHERE e.cluster = ? AND b.event_id > ? ORDER BY b.event_id LIMIT 2000`, cluster, after)
 			if err != nil {
@@ -207,15 +207,15 @@ func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
 			}
 			var chunk []blocks.Body
 			for rows.Next() {
-				var b blocks.Body
+				var id int64
+				var verb string
 				var req, resp, st sql.NullString
-				if err := rows.Scan(&b.EventID, &req, &resp, &st); err != nil {
+				if err := rows.Scan(&id, &verb, &req, &resp, &st); err != nil {
 					rows.Close()
 					return err
 				}
-				b.Request, b.Response, b.Status = nullBytes(req), nullBytes(resp), nullBytes(st)
-				chunk = append(chunk, b)
-				after = b.EventID
+				chunk = append(chunk, blocks.NewBody(id, verb, nullBytes(req), nullBytes(resp), nullBytes(st)))
+				after = id
 			}
 			if err := rows.Close(); err != nil {
 				return err
@@ -223,8 +223,17 @@ func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
 			if len(chunk) == 0 {
 				break
 			}
-			if err := flush(chunk, cluster); err != nil {
-				return fmt.Errorf("pack the bodies of schema v7: %w", err)
+			for _, kind := range blocks.Kinds {
+				bs, refs := blocks.Pack(open[kind], blocks.OfKind(chunk, kind))
+				if len(bs) == 0 {
+					continue
+				}
+				if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
+					return fmt.Errorf("pack the bodies of schema v7: %w", err)
+				}
+				if open[kind] = bs[len(bs)-1]; !blocks.Open(int64(len(open[kind].Raw))) {
+					open[kind] = nil
+				}
 			}
 		}
 	}
@@ -254,4 +263,44 @@ func txColumn(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string,
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// blockReaderOf decompresses the blocks a scan reads, keeping the last few:
+// a scan in stored order reads one block for many rows in turn.
+type blockReaderOf struct {
+	s       *Store
+	entries []readBlock // most recent last
+}
+
+type readBlock struct {
+	id  int64
+	raw []byte
+}
+
+func (s *Store) blockReader() *blockReaderOf { return &blockReaderOf{s: s} }
+
+// raw returns the decompressed content of block id. The slice is shared:
+// copy what is kept.
+func (r *blockReaderOf) raw(ctx context.Context, id int64) ([]byte, error) {
+	for i := len(r.entries) - 1; i >= 0; i-- {
+		if r.entries[i].id == id {
+			return r.entries[i].raw, nil
+		}
+	}
+	var data []byte
+	var rawLen int64
+	if err := r.s.r.QueryRowContext(ctx, `SELECT data, raw_len FROM body_blocks WHERE id = ?`, id).Scan(&data, &rawLen); err != nil {
+		return nil, fmt.Errorf("read body block %d: %w", id, err)
+	}
+	var buf []byte
+	if len(r.entries) >= 4 {
+		buf = r.entries[0].raw[:0]
+		r.entries = append(r.entries[:0], r.entries[1:]...)
+	}
+	raw, err := blocks.Decompress(buf, data, rawLen)
+	if err != nil {
+		return nil, fmt.Errorf("body block %d: %w", id, err)
+	}
+	r.entries = append(r.entries, readBlock{id, raw})
+	return raw, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	bodyblocks "github.com/cpid-dev/cpid/blocks"
 )
 
 // Watermark reads where the last reconstruct stopped (cpid.DerivedStore).
@@ -97,9 +98,12 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 			args = append(args, r)
 		}
 	}
-	bodies := "NULL"
+	// Bodies are read from their blocks here, not through the view: rows
+	// come in the order they were stored, so consecutive rows share a
+	// block, decompressed once (blockReader).
+	bodies := "0"
 	if len(q.Bodies) > 0 {
-		bodies = "CASE WHEN e.resource IN (" + placeholders(len(q.Bodies)) + ") THEN b.response_object END"
+		bodies = "e.resource IN (" + placeholders(len(q.Bodies)) + ")"
 		bargs := make([]any, len(q.Bodies))
 		for i, r := range q.Bodies {
 			bargs[i] = r
@@ -109,8 +113,8 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
-		`+bodies+`, b.request_object, e.file_id
-		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
+		`+bodies+`, r.block_id, r.offset, r.request_len, r.response_len, e.file_id
+		FROM audit_events e LEFT JOIN audit_body_refs r ON r.event_id = e.id
 		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+ignore.String()+`
 		ORDER BY e.received_ns, e.id`, args...)
 	if err != nil {
@@ -122,10 +126,13 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		return err
 	}
 	var slab []cpid.WriteEvent
-	var resp, req, owners sql.RawBytes
+	var owners sql.RawBytes
+	blocks := s.blockReader()
 	for rows.Next() {
 		var anc sql.NullString
 		var fileID int64
+		var wantResp bool
+		var block, off, reqLen, respLen sql.NullInt64
 		if len(slab) == 0 {
 			slab = make([]cpid.WriteEvent, 256)
 		}
@@ -133,7 +140,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		slab = slab[1:]
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &fileID); err != nil {
+			&e.StageNS, &e.CPID, &anc, &owners, &wantResp, &block, &off, &reqLen, &respLen, &fileID); err != nil {
 			return err
 		}
 		e.File = paths[fileID]
@@ -143,11 +150,25 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		if len(owners) > 0 {
 			e.OwnerRefs = bytes.Clone(owners)
 		}
-		if len(resp) > 0 {
-			e.Response = bytes.Clone(resp)
-		}
-		if len(req) > 0 {
-			e.Request = bytes.Clone(req)
+		if block.Valid && (reqLen.Valid || wantResp && respLen.Valid) {
+			raw, err := blocks.raw(ctx, block.Int64)
+			if err != nil {
+				return err
+			}
+			lens := [3]int64{-1, -1, -1}
+			if reqLen.Valid {
+				lens[0] = reqLen.Int64
+			}
+			if respLen.Valid {
+				lens[1] = respLen.Int64
+			}
+			// Copies: an event may outlive the block's place in the cache.
+			if b := bodyblocks.Part(raw, off.Int64, lens, 0); len(b) > 0 {
+				e.Request = bytes.Clone(b)
+			}
+			if b := bodyblocks.Part(raw, off.Int64, lens, 1); wantResp && len(b) > 0 {
+				e.Response = bytes.Clone(b)
+			}
 		}
 		if err := fn(e); err != nil {
 			return err
