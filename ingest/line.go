@@ -19,11 +19,13 @@ import (
 //
 // The results do not alias line.
 func DecodeLine(line []byte) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err error) {
-	return decodeLine(line, DefaultRedaction)
+	return decodeLine(line, DefaultRedaction, false)
 }
 
-// decodeLine is DecodeLine with the redaction red.
-func decodeLine(line []byte, red *Redaction) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err error) {
+// decodeLine is DecodeLine with the redaction red. When owned, line is the
+// caller's to give away: the results may alias it (a long line is not
+// copied again).
+func decodeLine(line []byte, red *Redaction, owned bool) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err error) {
 	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 	line = trimSpace(line)
 	if len(line) == 0 {
@@ -33,6 +35,9 @@ func decodeLine(line []byte, red *Redaction) (audits []cpid.AuditEvent, rec *cpi
 	defer d.Release()
 	if err := d.parse(line); err != nil {
 		return nil, nil, err
+	}
+	if owned {
+		d.Own = true // Buf is line, or a compact copy of it: either is ours
 	}
 	if d.isAudit() {
 		audits, err = d.audit()

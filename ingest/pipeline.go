@@ -90,7 +90,7 @@ func (c *chunk) decode(red *Redaction) {
 		if line == nil {
 			line = c.buf[l.off : l.off+l.n]
 		}
-		audits, rec, err := decodeLine(line, red)
+		audits, rec, err := decodeLine(line, red, l.own != nil)
 		if err != nil {
 			c.bad = append(c.bad, chunkBad{l.num, err.Error()})
 			continue

@@ -338,7 +338,7 @@ func (f *follow) line(ev lineEvent) {
 	if !ok {
 		return
 	}
-	audits, rec, err := decodeLine(text, f.red)
+	audits, rec, err := decodeLine(text, f.red, false)
 	if err != nil {
 		f.badLine(pos, err.Error())
 		return

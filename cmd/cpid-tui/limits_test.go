@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,5 +234,54 @@ func TestTailWaitsOutFullDisk(t *testing.T) {
 	if !strings.Contains(s, "no space left on device: full, trying again every 10ms") || strings.Count(s, "trying again") != 1 ||
 		!strings.Contains(s, "stored again after waiting") {
 		t.Errorf("stderr:\n%s\nwant the full disk said once, and the recovery", s)
+	}
+}
+
+// TestLongLineMemory: storing an audit event of 64 MiB (one huge
+// ConfigMap) costs the whole ingest process at most about three times the
+// line on top of what it needs anyway: the line is read (held in parts,
+// then joined), its bodies are not copied again, and they are compressed
+// into a block of their own. Before bodies were compressed, SQLite's copies
+// of the text made it 8 times.
+func TestLongLineMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peak RSS from /proc")
+	}
+	dir := t.TempDir()
+	const size = 64 << 20
+	body := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"big","namespace":"default","uid":"u","resourceVersion":"5"},"data":{"a":"` +
+		strings.Repeat("x", size) + `"}}`
+	line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"11111111-2222-3333-4444-555555555555",` +
+		`"stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/configmaps","verb":"create","user":{"username":"kubernetes-admin"},` +
+		`"sourceIPs":["127.0.0.1"],"userAgent":"kubectl","objectRef":{"resource":"configmaps","namespace":"default","name":"big","apiVersion":"v1"},` +
+		`"responseStatus":{"metadata":{},"code":201},"responseObject":` + body +
+		`,"requestReceivedTimestamp":"2026-11-22T16:26:54.000000Z","stageTimestamp":"2026-11-22T16:26:54.100000Z"}` + "\n"
+	logf := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(logf, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CPID_HELPER_HWM", "1")
+	peak := func(args ...string) int64 {
+		p := helper(t, "cpid-tui", args...)
+		if err := p.Wait(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, p.stderr.String())
+		}
+		var kb int64
+		if _, err := fmt.Sscanf(p.stderr.String()[strings.Index(p.stderr.String(), "helper-peak-rss:"):], "helper-peak-rss: %d kB", &kb); err != nil {
+			t.Fatalf("no peak RSS from the helper: %v\n%s", err, p.stderr.String())
+		}
+		return kb << 10
+	}
+	db := filepath.Join(dir, "cpid.db")
+	// The same process storing a small bundle: what ingest needs anyway.
+	base := peak("ingest", "--quiet", "--db", filepath.Join(dir, "base.db"), basicBundle)
+	got := peak("ingest", "--quiet", "--max-line", "100000000", "--db", db, logf)
+	t.Logf("peak RSS: %d MiB for a line of %d MiB (%d MiB for the basic fixture)", got>>20, len(line)>>20, base>>20)
+	if limit := base + 3*int64(len(line)) + 32<<20; got > limit {
+		t.Errorf("peak RSS %d MiB, more than %d MiB (the basic fixture's and 3 times the line)", got>>20, limit>>20)
+	}
+	if code, out, _ := runCmd(t, nil, "sql", "--db", db, "--output", "csv", "select length(response_object) from audit_bodies where response_object is not null"); code != 0 ||
+		out != fmt.Sprintf("length(response_object)\n%d\n", len(body)) {
+		t.Errorf("the body stored: %q", out)
 	}
 }

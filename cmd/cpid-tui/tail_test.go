@@ -51,6 +51,16 @@ func TestHelperProcess(t *testing.T) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code = run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, args)
 		stop()
+		if os.Getenv("CPID_HELPER_HWM") != "" {
+			// The peak RSS of this process since its exec (rusage's
+			// maxrss would count the parent's at fork).
+			status, _ := os.ReadFile("/proc/self/status")
+			for _, l := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(l, "VmHWM:") {
+					fmt.Fprintln(os.Stderr, "helper-peak-rss:", strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")))
+				}
+			}
+		}
 	default:
 		n, _ := strconv.Atoi(args[1])
 		var err error
