@@ -88,6 +88,13 @@ resources; docs/SECURITY.md). A bad line is reported with file:line and
 skipped; the exit code is 0 when the rest was stored, 1 when an input could
 not be read at all (everything else is still stored).
 
+Lines are decoded on every core and stored by one writer, in input order.
+Bodies are stored compressed (docs/SCHEMA.md; cpid-tui sql reads them). A
+--db that does not exist yet is created by a bulk load: the records go to
+DB.partial, the indexes are built at the end and the file is moved into
+place, so a crash leaves no half database at --db (DB.partial is thrown
+away by the next ingest); an interrupted run keeps what it stored.
+
 Examples:
   cpid-tui ingest --db incident.db /var/log/kubernetes/audit/
   cpid-tui ingest --db incident.db must-gather.tar.gz
@@ -96,7 +103,7 @@ Examples:
 	dbFlag(fs, &db)
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	ratio := fs.Int64("max-inflate-ratio", 1000, "refuse a gzip stream that inflates more than this many times its size (past 256 MiB)")
-	batch := fs.Int("batch", 5000, "records per transaction")
+	batch := fs.Int("batch", 5000, "records per transaction (a batch also ends at 8 MiB of bodies)")
 	redaction := redactFlag(fs)
 	cluster := clusterFlag(fs, defaultCluster)
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
