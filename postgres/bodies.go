@@ -17,8 +17,9 @@ type openBlock struct {
 }
 
 // writeBodies packs the bodies of the events a transaction stored into the
-// cluster's blocks, and returns what to run once it committed. The last block, when not full, takes them first: it is
-// locked (FOR UPDATE), so that writers of one cluster append to it in turn.
+// cluster's blocks, each kind apart: the last block of a kind, when not
+// full, takes them first and is written again. It returns what to run once
+// the transaction committed (remember the blocks' content).
 func (s *Store) writeBodies(ctx context.Context, tx pgx.Tx, cluster string, bodies []blocks.Body) (after func(), err error) {
 	var lasts []func()
 	for _, kind := range blocks.Kinds {
@@ -68,6 +69,11 @@ func (s *Store) remember(cluster, kind string, last *blocks.Block) {
 	}
 }
 
+// loadOpenBlock returns the cluster's last block of kind when it still
+// takes bodies, nil otherwise. The row is locked (FOR UPDATE) until the
+// transaction ends, so that writers of one cluster append to it in turn;
+// the content this process stored last is reused when the block is
+// unchanged since.
 func (s *Store) loadOpenBlock(ctx context.Context, tx pgx.Tx, cluster, kind string) (*blocks.Block, error) {
 	var id, rawLen int64
 	err := tx.QueryRow(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = $1 AND kind = $2 ORDER BY id DESC LIMIT 1 FOR UPDATE`,

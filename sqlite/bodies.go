@@ -58,8 +58,9 @@ type openBlock struct {
 }
 
 // writeBodies packs the bodies of the events a transaction stored into the
-// cluster's blocks, and returns what to run once it committed: the last block, when not full, takes them first and is
-// written again.
+// cluster's blocks, each kind apart: the last block of a kind, when not
+// full, takes them first and is written again. It returns what to run once
+// the transaction committed (remember the blocks' content).
 func (s *Store) writeBodies(ctx context.Context, tx *sql.Tx, cluster string, bodies []blocks.Body) (after func(), err error) {
 	var lasts []func()
 	for _, kind := range blocks.Kinds {
