@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"syscall"
 )
@@ -45,6 +46,14 @@ func main() {
 		if f, err := os.Create(p); err == nil {
 			pprof.StartCPUProfile(f)
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
+	// CPID_TRACE=file writes an execution trace of the run (for
+	// developers: go tool trace file), to see what waits on what.
+	if p := os.Getenv("CPID_TRACE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			trace.Start(f)
+			defer func() { trace.Stop(); f.Close() }()
 		}
 	}
 	// CPID_MEMPROFILE=file writes every allocation of the run (for
