@@ -187,6 +187,10 @@ const (
 	// fairness queueing): the request took most of the hop, from its
 	// receive to its completion in the audit log.
 	ExplainAPIServer Explain = "apiserver"
+	// ExplainThrottled: the writer's client held the request back before
+	// sending it (client-side rate limiting; its log says for how long),
+	// and the rest of the wait is within the window.
+	ExplainThrottled Explain = "throttled"
 	// ExplainUnexplained: nothing in the logs says why.
 	ExplainUnexplained Explain = "unexplained"
 )

@@ -77,12 +77,16 @@ type EvidenceScan struct {
 	// LeaseNamespace and Leases name the leader election leases.
 	LeaseNamespace string
 	Leases         []string
+	// ThrottleMsg is the message of a client's throttling log line; its
+	// log records are read with id at most UpToLogID ("" reads none).
+	ThrottleMsg string
+	UpToLogID   int64
 }
 
 // Evidence is a record that tells why a controller waited: a process
 // (re)starting its informers, or a leader election lease written.
 type Evidence struct {
-	// Kind is "start" or "lease".
+	// Kind is "start", "lease" or "throttle".
 	Kind string
 	// AtNS is when the apiserver received the request (start) or completed
 	// the write (lease).
@@ -95,6 +99,11 @@ type Evidence struct {
 	Lease  string
 	Holder string
 	Code   int
+	// A throttle is a client's log line saying it waited before sending a
+	// request (client-go's "Waited before sending request", logged past 1
+	// s): the request's HTTP Verb and URL, the Delay as logged ("1.2s"),
+	// and the File of the log.
+	Verb, URL, Delay, File string
 }
 
 // LogEntry is a stored controller log record, as reconstruct reads it.

@@ -2,8 +2,10 @@ package reconstruct
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cpid-dev/cpid"
@@ -25,6 +27,18 @@ var LeaderLeases = []string{"kube-controller-manager", "kube-scheduler", "cloud-
 
 // LeaseNamespace is where the leader election leases live.
 const LeaseNamespace = "kube-system"
+
+// ThrottleMsg is client-go's log message when it held a request back
+// (client-side rate limiting), with its delay, verb and URL as fields. It
+// logs it at verbosity 2 when the wait passed 1 s (k8s.io/client-go/rest,
+// request.go), so a controller run at -v=2 (kube-controller-manager's
+// default in most installers) says why its writes came late.
+const ThrottleMsg = "Waited before sending request"
+
+// throttleSkew is how far apart a throttle's log time and the request's
+// receive time may be: the client logs it just before sending; the
+// apiserver's clock may differ a little.
+const throttleSkew = time.Second
 
 // EvidenceLookback is how far before a wait evidence is read: a lease's
 // holder before the wait is known from its earlier writes.
@@ -55,6 +69,17 @@ type evidence struct {
 	// the current one.
 	leases map[string][]handover
 	holder map[string]leaseHolder
+	// throttles are the requests clients held back, in time order.
+	throttles []throttle
+}
+
+// throttle is a request a client held back before sending it.
+type throttle struct {
+	at    int64
+	verb  string // the HTTP method
+	path  string // the URL's path
+	delay time.Duration
+	file  string
 }
 
 // handover is a lease changing hands.
@@ -88,6 +113,16 @@ func (x *evidence) add(ev cpid.Evidence) {
 		if len(r) >= startBurst && (len(ss) == 0 || r[0].at-ss[len(ss)-1] > int64(startGap)) && distinct(r, startBurst) {
 			x.starts[p] = append(ss, r[0].at)
 		}
+	case "throttle":
+		d, err := time.ParseDuration(ev.Delay)
+		if err != nil || d <= 0 {
+			return
+		}
+		path := ev.URL
+		if u, err := url.Parse(ev.URL); err == nil {
+			path = u.Path
+		}
+		x.throttles = append(x.throttles, throttle{at: ev.AtNS, verb: ev.Verb, path: path, delay: d, file: ev.File})
 	case "lease":
 		if ev.Code >= 400 || ev.Holder == "" {
 			return
@@ -121,6 +156,74 @@ func (x *evidence) handoverIn(program string, afterNS, atNS int64) (handover, bo
 		}
 	}
 	return handover{}, false
+}
+
+// heldBack returns how much of the interval (from, to] clients spent
+// holding back requests like write e (the same HTTP method on e's resource
+// collection or a member of it): the union of the logged waits, each the
+// delay before its log time; how many requests those were, and the log of
+// the latest. A controller's writes queue behind each other (the ReplicaSet
+// controller creates Pods in batches, each after the previous one), so a
+// write waits for the others' throttling as well as its own.
+func (x *evidence) heldBack(e *Event, from, to int64) (held time.Duration, n int, file string) {
+	method := httpMethod[e.Verb]
+	if method == "" {
+		return 0, 0, ""
+	}
+	lo := sort.Search(len(x.throttles), func(i int) bool { return x.throttles[i].at > from })
+	type span struct{ lo, hi int64 }
+	var spans []span
+	for _, t := range x.throttles[lo:] {
+		if t.at > to+int64(throttleSkew) {
+			break
+		}
+		if t.verb != method || !inCollection(e, t.path) {
+			continue
+		}
+		sp := span{max(t.at-int64(t.delay), from), min(t.at, to)}
+		if sp.hi > sp.lo {
+			spans = append(spans, sp)
+			n++
+			file = t.file
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	var end int64
+	for _, sp := range spans {
+		if sp.lo > end {
+			held += time.Duration(sp.hi - sp.lo)
+			end = sp.hi
+		} else if sp.hi > end {
+			held += time.Duration(sp.hi - end)
+			end = sp.hi
+		}
+	}
+	return held, n, file
+}
+
+// httpMethod is the HTTP method of a write's verb.
+var httpMethod = map[string]string{"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETE"}
+
+// inCollection reports whether path is e's resource collection or a member
+// of it: the group's prefix, then .../namespaces/NS/RESOURCE[/NAME[/SUB]].
+func inCollection(e *Event, path string) bool {
+	if e.APIGroup == "" {
+		if !strings.HasPrefix(path, "/api/") {
+			return false
+		}
+	} else if !strings.HasPrefix(path, "/apis/"+e.APIGroup+"/") {
+		return false
+	}
+	coll := "/" + e.Resource
+	if e.Namespace != "" {
+		coll = "/namespaces/" + e.Namespace + coll
+	}
+	i := strings.Index(path, coll)
+	if i < 0 {
+		return false
+	}
+	rest := path[i+len(coll):]
+	return rest == "" || rest[0] == '/'
 }
 
 // Evidence reads the evidence of one program (a user agent's program

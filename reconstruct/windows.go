@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -135,6 +136,10 @@ func ParseWindow(s string) (Window, error) {
 	return w, nil
 }
 
+// heldBackSpan is how far back from a write its client's throttling is
+// looked for.
+const heldBackSpan = 5 * time.Minute
+
 // exactRules find causes named by the objects themselves (owner
 // references); the others find them by time.
 var exactRules = map[string]bool{"owner": true}
@@ -175,6 +180,18 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	bs := en.bands(rule, writer, o.Key.Resource)
 	if win, ok := within(bs, d); ok {
 		return explanation{explain: win.Explain}
+	}
+	// The writer's client may have held requests back (client-side rate
+	// limiting): its log says when and for how long; the rest of the hop
+	// must be within the window.
+	from := max(causeNS, e.ReceivedNS-int64(heldBackSpan))
+	ev := en.evidenceOf(agentName(e.UserAgent), from, e.ReceivedNS+int64(throttleSkew))
+	if held, n, file := ev.heldBack(e, from, e.ReceivedNS); held > 0 {
+		if _, ok := within(bs, d-held); ok {
+			return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
+				"its client held back %d such request(s) for %s of the wait (client-side rate limiting, %s)",
+				n, held.Round(time.Millisecond), filepath.Base(file))}
+		}
 	}
 	if lat := e.APILatency(); lat > d/2 {
 		return explanation{explain: cpid.ExplainAPIServer, detail: fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))}

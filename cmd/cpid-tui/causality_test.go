@@ -379,3 +379,21 @@ func TestQueryAnomalies(t *testing.T) {
 		}
 	}
 }
+
+// TestAttributionLoad: in the load fixture kube-controller-manager's client
+// held requests back for up to 10 s during the scale-ups (client-side rate
+// limiting at its default 20 requests/s). Its log says so for each request
+// held past 1 s, and those writes stay with the user's change, explained
+// "throttled", instead of each starting a change of its own ("unknown").
+func TestAttributionLoad(t *testing.T) {
+	checkAttribution(t, "load", 0.95, 0.9)
+	db := reconstructedFixture(t, filepath.Join("../../fixtures", "load", "bundle"))
+	var unknown, throttled int
+	q := openDB(t, db)
+	q.QueryRow(`SELECT count(*) FROM changes WHERE trigger = 'unknown'`).Scan(&unknown)
+	q.QueryRow(`SELECT count(*) FROM revisions WHERE explain = 'throttled'`).Scan(&throttled)
+	t.Logf("load: %d changes started by an unknown cause, %d hops explained by client-side throttling", unknown, throttled)
+	if throttled == 0 || unknown > 20 {
+		t.Errorf("%d hops throttled, %d changes of unknown cause (without the controller's throttling log: 477)", throttled, unknown)
+	}
+}
