@@ -77,8 +77,10 @@ type EvidenceScan struct {
 	// LeaseNamespace and Leases name the leader election leases.
 	LeaseNamespace string
 	Leases         []string
-	// ThrottleMsg is the message of a client's throttling log line; its
-	// log records are read with id at most UpToLogID ("" reads none).
+	// Throttles reads, instead of the starts and leases, the log records
+	// whose message is ThrottleMsg (a client holding a request back), with
+	// id at most UpToLogID, of any program.
+	Throttles   bool
 	ThrottleMsg string
 	UpToLogID   int64
 }

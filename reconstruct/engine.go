@@ -156,6 +156,8 @@ type Engine struct {
 	// interrupted work (the root of its controller-start change), and
 	// epoch the start the write being processed opens.
 	Evidence    Evidence
+	Throttles   Throttles // client-side throttling from the controllers' logs
+	thr         throttleCache
 	evidenceErr error
 	evCache     map[string]*evCache
 	epochs      map[string]*Ref

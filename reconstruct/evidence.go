@@ -40,6 +40,10 @@ const ThrottleMsg = "Waited before sending request"
 // apiserver's clock may differ a little.
 const throttleSkew = time.Second
 
+// evidenceReadAhead is how far past the write that needs it evidence is
+// read at once.
+const evidenceReadAhead = time.Minute
+
 // EvidenceLookback is how far before a wait evidence is read: a lease's
 // holder before the wait is known from its earlier writes.
 const EvidenceLookback = 10 * time.Minute
@@ -69,8 +73,6 @@ type evidence struct {
 	// the current one.
 	leases map[string][]handover
 	holder map[string]leaseHolder
-	// throttles are the requests clients held back, in time order.
-	throttles []throttle
 }
 
 // throttle is a request a client held back before sending it.
@@ -113,16 +115,6 @@ func (x *evidence) add(ev cpid.Evidence) {
 		if len(r) >= startBurst && (len(ss) == 0 || r[0].at-ss[len(ss)-1] > int64(startGap)) && distinct(r, startBurst) {
 			x.starts[p] = append(ss, r[0].at)
 		}
-	case "throttle":
-		d, err := time.ParseDuration(ev.Delay)
-		if err != nil || d <= 0 {
-			return
-		}
-		path := ev.URL
-		if u, err := url.Parse(ev.URL); err == nil {
-			path = u.Path
-		}
-		x.throttles = append(x.throttles, throttle{at: ev.AtNS, verb: ev.Verb, path: path, delay: d, file: ev.File})
 	case "lease":
 		if ev.Code >= 400 || ev.Holder == "" {
 			return
@@ -158,6 +150,60 @@ func (x *evidence) handoverIn(program string, afterNS, atNS int64) (handover, bo
 	return handover{}, false
 }
 
+// Throttles reads the log lines of clients holding requests back
+// (ThrottleMsg) logged after afterNS and at most atNS, in time order; nil
+// reads none.
+type Throttles func(afterNS, atNS int64) ([]cpid.Evidence, error)
+
+// throttleCache holds the throttles read, from lo to hi: writes come in
+// receive order, so it slides forward, read ahead and dropped behind.
+type throttleCache struct {
+	lo, hi int64
+	list   []throttle
+}
+
+// throttlesIn returns the throttles logged in (from, to], reading what it
+// has not read yet.
+func (en *Engine) throttlesIn(from, to int64) []throttle {
+	c := &en.thr
+	if en.Throttles == nil {
+		return nil
+	}
+	if c.hi == 0 || from < c.lo {
+		// First use, or a write older than any before: start again there.
+		*c = throttleCache{lo: from, hi: from}
+	}
+	if to > c.hi {
+		hi := to + int64(evidenceReadAhead)
+		evs, err := en.Throttles(c.hi, hi)
+		if err != nil {
+			en.evidenceErr = err
+			return nil
+		}
+		for _, ev := range evs {
+			d, err := time.ParseDuration(ev.Delay)
+			if err != nil || d <= 0 {
+				continue
+			}
+			path := ev.URL
+			if u, err := url.Parse(ev.URL); err == nil {
+				path = u.Path
+			}
+			c.list = append(c.list, throttle{at: ev.AtNS, verb: ev.Verb, path: path, delay: d, file: ev.File})
+		}
+		c.hi = hi
+	}
+	// Drop what no later write looks back to.
+	if keep := from - int64(evidenceReadAhead); keep > c.lo {
+		i := sort.Search(len(c.list), func(i int) bool { return c.list[i].at > keep })
+		c.list = append(c.list[:0], c.list[i:]...)
+		c.lo = keep
+	}
+	lo := sort.Search(len(c.list), func(i int) bool { return c.list[i].at > from })
+	hi := sort.Search(len(c.list), func(i int) bool { return c.list[i].at > to })
+	return c.list[lo:hi]
+}
+
 // heldBack returns how much of the interval (from, to] clients spent
 // holding back requests like write e (the same HTTP method on e's resource
 // collection or a member of it): the union of the logged waits, each the
@@ -165,18 +211,14 @@ func (x *evidence) handoverIn(program string, afterNS, atNS int64) (handover, bo
 // the latest. A controller's writes queue behind each other (the ReplicaSet
 // controller creates Pods in batches, each after the previous one), so a
 // write waits for the others' throttling as well as its own.
-func (x *evidence) heldBack(e *Event, from, to int64) (held time.Duration, n int, file string) {
+func (en *Engine) heldBack(e *Event, from, to int64) (held time.Duration, n int, file string) {
 	method := httpMethod[e.Verb]
 	if method == "" {
 		return 0, 0, ""
 	}
-	lo := sort.Search(len(x.throttles), func(i int) bool { return x.throttles[i].at > from })
 	type span struct{ lo, hi int64 }
 	var spans []span
-	for _, t := range x.throttles[lo:] {
-		if t.at > to+int64(throttleSkew) {
-			break
-		}
+	for _, t := range en.throttlesIn(from, to+int64(throttleSkew)) {
 		if t.verb != method || !inCollection(e, t.path) {
 			continue
 		}
@@ -249,7 +291,11 @@ func (en *Engine) evidenceOf(program string, afterNS, atNS int64) *evidence {
 		en.evCache[program] = c
 	}
 	if en.Evidence != nil && atNS > c.hi {
-		evs, err := en.Evidence(program, c.hi, atNS)
+		// Read ahead: late writes come by the thousand in a busy bundle,
+		// and a query each cost more than the engine's work. Lookups
+		// filter by time, so evidence read early changes nothing.
+		to := atNS + int64(evidenceReadAhead)
+		evs, err := en.Evidence(program, c.hi, to)
 		if err != nil {
 			en.evidenceErr = err
 			return c.x
@@ -257,7 +303,7 @@ func (en *Engine) evidenceOf(program string, afterNS, atNS int64) *evidence {
 		for _, ev := range evs {
 			c.x.add(ev)
 		}
-		c.hi = atNS
+		c.hi = to
 	}
 	return c.x
 }

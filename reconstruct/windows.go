@@ -185,8 +185,7 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	// limiting): its log says when and for how long; the rest of the hop
 	// must be within the window.
 	from := max(causeNS, e.ReceivedNS-int64(heldBackSpan))
-	ev := en.evidenceOf(agentName(e.UserAgent), from, e.ReceivedNS+int64(throttleSkew))
-	if held, n, file := ev.heldBack(e, from, e.ReceivedNS); held > 0 {
+	if held, n, file := en.heldBack(e, from, e.ReceivedNS); held > 0 {
 		if _, ok := within(bs, d-held); ok {
 			return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
 				"its client held back %d such request(s) for %s of the wait (client-side rate limiting, %s)",

@@ -177,6 +177,33 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 	return rows.Err()
 }
 
+// scanThrottles is ScanEvidence of the throttle log lines.
+func (s *Store) scanThrottles(ctx context.Context, q cpid.EvidenceScan, fn func(cpid.Evidence) error) error {
+	at := q.AtNS
+	if at == 0 {
+		at = math.MaxInt64
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT l.ts_ns, COALESCE(l.fields ->> '$.verb', ''), COALESCE(l.fields ->> '$.URL', ''),
+		  COALESCE(l.fields ->> '$.delay', ''), f.path
+		FROM log_records l JOIN files f ON f.id = l.file_id
+		WHERE l.ts_ns > ? AND l.ts_ns <= ? AND l.id <= ? AND l.cluster = ? AND l.msg = ?
+		ORDER BY l.ts_ns, l.id`, q.AfterNS, at, q.UpToLogID, s.own(), q.ThrottleMsg)
+	if err != nil {
+		return fmt.Errorf("scan evidence: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev := cpid.Evidence{Kind: "throttle"}
+		if err := rows.Scan(&ev.AtNS, &ev.Verb, &ev.URL, &ev.Delay, &ev.File); err != nil {
+			return err
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // filePaths maps files.id to files.path.
 func (s *Store) filePaths(ctx context.Context) (map[int64]string, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, path FROM files`)
@@ -327,6 +354,9 @@ func (s *Store) NewestMergelog(ctx context.Context) (int64, error) {
 // ScanEvidence calls fn for the informer starts and leader election lease
 // writes q selects (cpid.DerivedStore), in time order.
 func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(cpid.Evidence) error) error {
+	if q.Throttles {
+		return s.scanThrottles(ctx, q, fn)
+	}
 	var marks []string
 	at := q.AtNS
 	if at == 0 {
@@ -348,23 +378,15 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	if len(q.Leases) > 0 {
 		leases = placeholders(len(q.Leases))
 	}
-	args = append(args, q.AfterNS, at, q.UpToLogID, s.own(), q.ThrottleMsg)
-	rows, err := s.r.QueryContext(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0),
-		  '', '', '', ''
+	rows, err := s.r.QueryContext(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0)
 		FROM audit_events e WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ?
 		  AND e.verb IN ('list', 'watch') AND e.stage IN ('ResponseStarted', 'ResponseComplete')
 		  AND instr(e.user_agent, ?) = 1 AND (`+strings.Join(marks, " OR ")+`)
 		UNION ALL
-		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0),
-		  '', '', '', ''
+		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0)
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
 		WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
 		  AND e.resource = 'leases' AND e.namespace = ? AND e.name IN (`+leases+`)
-		UNION ALL
-		SELECT 'throttle', l.ts_ns, '', '', '', '', 0, COALESCE(l.fields ->> '$.verb', ''), COALESCE(l.fields ->> '$.URL', ''),
-		  COALESCE(l.fields ->> '$.delay', ''), f.path
-		FROM log_records l JOIN files f ON f.id = l.file_id
-		WHERE l.ts_ns > ? AND l.ts_ns <= ? AND l.id <= ? AND l.cluster = ? AND l.msg = ?
 		ORDER BY 2`, args...)
 	if err != nil {
 		return fmt.Errorf("scan evidence: %w", err)
@@ -372,8 +394,7 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	defer rows.Close()
 	for rows.Next() {
 		var ev cpid.Evidence
-		if err := rows.Scan(&ev.Kind, &ev.AtNS, &ev.UserAgent, &ev.Resource, &ev.Lease, &ev.Holder, &ev.Code,
-			&ev.Verb, &ev.URL, &ev.Delay, &ev.File); err != nil {
+		if err := rows.Scan(&ev.Kind, &ev.AtNS, &ev.UserAgent, &ev.Resource, &ev.Lease, &ev.Holder, &ev.Code); err != nil {
 			return err
 		}
 		if err := fn(ev); err != nil {
