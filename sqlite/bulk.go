@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 )
 
@@ -127,6 +128,9 @@ func bulkDSN(path string) string {
 // any other, writes it to disk and moves it to the path OpenBulk was
 // given. It never replaces a database that appeared there meanwhile.
 func (b *Bulk) Finish(ctx context.Context) error {
+	// The load's buffers are garbage now: give them back before SQLite
+	// sorts, so that the two do not add up.
+	debug.FreeOSMemory()
 	err := b.tx(ctx, func(tx *sql.Tx) error {
 		for _, q := range b.indexes {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
