@@ -52,10 +52,9 @@ func decodeAudit(line []byte, red *Redaction) ([]cpid.AuditEvent, error) {
 	return d.audit()
 }
 
-// isAudit reports whether the object's kind and apiVersion make it an audit
+// isAudit reports whether a kind and apiVersion make an object an audit
 // event or event list.
-func (d *doc) isAudit() bool {
-	kind, apiVersion := d.typeMeta()
+func isAudit(kind, apiVersion []byte) bool {
 	return (string(kind) == "Event" || string(kind) == "EventList") &&
 		bytes.HasPrefix(apiVersion, []byte("audit.k8s.io/"))
 }
@@ -81,6 +80,11 @@ func (d *doc) typeMeta() (kind, apiVersion []byte) {
 
 func (d *doc) audit() ([]cpid.AuditEvent, error) {
 	kind, apiVersion := d.typeMeta()
+	return d.auditOf(kind, apiVersion)
+}
+
+// auditOf is audit for the kind and apiVersion typeMeta found.
+func (d *doc) auditOf(kind, apiVersion []byte) ([]cpid.AuditEvent, error) {
 	switch {
 	case string(kind) != "Event" && string(kind) != "EventList":
 		if kind == nil {

@@ -281,7 +281,7 @@ func TestDecodeAuditErrors(t *testing.T) {
 		{"no kind", `{"apiVersion":"audit.k8s.io/v1"}`, "not an audit event: no kind"},
 		{"v1beta1", strings.Replace(rs, "audit.k8s.io/v1", "audit.k8s.io/v1beta1", 1), "unsupported audit apiVersion"},
 		{"legacy text format", `2017-03-21T03:57:09.106841886-04:00 AUDIT: id="c939d2a7-1c37-4ef1-b2f7-4ba9b1e43b53" ip="127.0.0.1" method="GET" user="admin" groups="\"system:masters\",\"system:authenticated\"" as="<self>" asgroups="<lookup>" namespace="default" uri="/api/v1/namespaces/default/pods"`, "legacy text audit format is not supported; run kube-apiserver with --audit-log-format=json"},
-		{"klog text", `I1122 15:47:58.166583   12345 replica_set.go:591] "Too few replicas"`, "klog text format is not supported"},
+		{"klog text", `I1122 15:47:58.166583   12345 replica_set.go:591] "Too few replicas"`, "klog text format: a log line, not JSON"},
 		{"duplicate field", strings.Replace(rs, `"verb":"create"`, `"verb":"create","Verb":"update"`, 1), `duplicate field "verb"`},
 		{"wrong type", strings.Replace(rs, `"code":201`, `"code":"201"`, 1), "responseStatus.code: want integer"},
 		{"code not an int32", strings.Replace(rs, `"code":201`, `"code":2.5`, 1), "responseStatus.code: want integer"},

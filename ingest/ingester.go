@@ -27,7 +27,7 @@ type Ingester struct {
 	// A batch also ends at BatchBytes of bodies, messages and fields.
 	BatchSize int
 	// BatchBytes bounds the bytes a batch holds (bodies, log fields), so
-	// that memory does not grow with the size of events. Default 8 MiB.
+	// that memory does not grow with the size of events. Default 4 MiB.
 	BatchBytes int
 	// Progress, when set, is called about every ProgressEvery with the
 	// counts so far, from a goroutine of its own.
@@ -73,9 +73,19 @@ type StageLevel struct{ Stage, Level string }
 
 // FileStats counts one input file (a bundle counts its members together).
 type FileStats struct {
-	Name                     string
+	Name string
+	// Input is the path given to Run that the file was found under.
+	Input                    string
 	Lines, Audits, Logs, Bad int
+	// Format is what the file's lines were read as, or looked like when
+	// bad (docs/INPUTS.md).
+	Format Format
+	// BadLines are the file's first bad lines (up to 3).
+	BadLines []*LineError
 }
+
+// fileBadKept is how many bad lines FileStats keeps.
+const fileBadKept = 3
 
 // Run ingests paths ("-" is standard input) and returns what it did. The
 // error is non-nil only when the store failed or ctx ended; inputs that could
@@ -89,7 +99,7 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	}
 	maxBytes := in.BatchBytes
 	if maxBytes <= 0 {
-		maxBytes = 8 << 20
+		maxBytes = 4 << 20
 	}
 	size := in.BatchSize
 	if size <= 0 {
@@ -103,13 +113,20 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	current.Store("")
 	w.Counted = func(r io.Reader) io.Reader { return &atomicCounter{r: r, n: &disk} }
 
-	files, err := w.Files(paths)
-	if err != nil {
-		sum.ReadErrors = append(sum.ReadErrors, err)
+	// Each path on its own, to know which input each file belongs to.
+	var files []inputFile
+	for _, p := range paths {
+		fs, err := w.Files([]string{p})
+		if err != nil {
+			sum.ReadErrors = append(sum.ReadErrors, err)
+		}
+		for _, f := range fs {
+			files = append(files, inputFile{name: f, input: p})
+		}
 	}
 	var total int64
 	for _, f := range files {
-		total += fileSize(f)
+		total += fileSize(f.name)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -180,7 +197,7 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 		}
 		for job := range jobs {
 			current.Store(job.name)
-			fs := FileStats{Name: job.name}
+			fs := FileStats{Name: job.name, Input: job.input}
 			ok := true
 			for c := range job.chunks {
 				if ok {
@@ -229,10 +246,13 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	return sum, ctx.Err()
 }
 
+// inputFile is a file to read and the path given to Run it was found under.
+type inputFile struct{ name, input string }
+
 // startDecoding starts the readers and the workers of the pipeline
 // (pipeline.go) and returns the files in input order, each with its chunks
 // in order.
-func (in *Ingester) startDecoding(ctx context.Context, w Walker, files []string, decoded *atomic.Int64) <-chan *fileJob {
+func (in *Ingester) startDecoding(ctx context.Context, w Walker, files []inputFile, decoded *atomic.Int64) <-chan *fileJob {
 	lim := in.Walker.Limits.withDefaults()
 	red := orDefault(in.Redaction)
 	procs := runtime.GOMAXPROCS(0)
@@ -251,7 +271,7 @@ func (in *Ingester) startDecoding(ctx context.Context, w Walker, files []string,
 		defer func() { readers.Wait(); close(work) }()
 		sem := make(chan struct{}, procs) // files read at once
 		for _, f := range files {
-			job := &fileJob{name: f, chunks: make(chan *chunk, chunkQueue)}
+			job := &fileJob{name: f.name, input: f.input, chunks: make(chan *chunk, chunkQueue)}
 			select {
 			case jobs <- job:
 			case <-ctx.Done():
@@ -267,7 +287,7 @@ func (in *Ingester) startDecoding(ctx context.Context, w Walker, files []string,
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
-				job.err = w.Read(ctx, f, func(s Stream) error { return splitStream(ctx, s, lim, job, work, decoded) })
+				job.err = w.Read(ctx, f.name, func(s Stream) error { return splitStream(ctx, s, lim, job, work, decoded) })
 				close(job.chunks)
 				<-sem
 			}()
@@ -279,11 +299,16 @@ func (in *Ingester) startDecoding(ctx context.Context, w Walker, files []string,
 // collect counts a decoded chunk into the summary and hands its records to
 // emit, which returns false to stop.
 func (in *Ingester) collect(c *chunk, fs *FileStats, sum *Summary, keep int, emit func(*cpid.Audit, *cpid.Log) bool) bool {
+	fs.Format |= c.format
 	for _, b := range c.bad {
 		fs.Bad++
 		sum.Bad++
+		le := &LineError{Pos: cpid.Pos{File: c.stream, Line: b.line}, Reason: b.reason}
 		if len(sum.BadLines) < keep {
-			sum.BadLines = append(sum.BadLines, &LineError{Pos: cpid.Pos{File: c.stream, Line: b.line}, Reason: b.reason})
+			sum.BadLines = append(sum.BadLines, le)
+		}
+		if len(fs.BadLines) < fileBadKept {
+			fs.BadLines = append(fs.BadLines, le)
 		}
 	}
 	for i := range c.audits {

@@ -11,11 +11,15 @@ import (
 )
 
 // DecodeLine classifies one line, already stripped of any CRI wrapper, and
-// decodes it: an audit.k8s.io Event or EventList yields audit events, any
-// other JSON object yields a log record, and a blank line yields nothing. A
-// leading UTF-8 byte order mark is ignored. The line is scanned once: the
-// classification looks at the top-level "kind" and "apiVersion" found by the
-// validating scan that the decoders then reuse.
+// decodes it: an audit.k8s.io Event or EventList yields audit events, a
+// managed cluster's envelope (GKE, EKS, AKS: envelope.go) the events it
+// holds, a klog text line or any other JSON object a log record, and a
+// blank line nothing. A leading UTF-8 byte order mark is ignored. The line
+// is scanned once: the classification looks at the top-level "kind" and
+// "apiVersion" found by the validating scan that the decoders then reuse.
+// The year of a klog text line is the one that puts it at most a day after
+// now (yearRef); one line of it is one record (the ingester joins the lines
+// of a multi-line record first).
 //
 // The results do not alias line.
 func DecodeLine(line []byte) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err error) {
@@ -26,35 +30,147 @@ func DecodeLine(line []byte) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err
 // caller's to give away: the results may alias it (a long line is not
 // copied again).
 func decodeLine(line []byte, red *Redaction, owned bool) (audits []cpid.AuditEvent, rec *cpid.LogRecord, err error) {
+	audits, logs, _, err := decodeAt(line, lineInfo{}, red, owned)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case len(logs) > 1:
+		return nil, nil, fmt.Errorf("%d log records in one line (an envelope of several): read it with cpid-tui ingest", len(logs))
+	case len(logs) == 1:
+		rec = &logs[0]
+	}
+	return audits, rec, nil
+}
+
+// lineInfo is what the reader knows of a line beyond its bytes.
+type lineInfo struct {
+	ref       yearRef // the year of a klog text line
+	component string  // the program that wrote the stream
+	// level is where the line is: 0 a line, 1 an element of an array of
+	// envelopes, 2 what an envelope holds. Arrays are read at level 0 and
+	// envelopes up to 1, so that nesting costs no more than one pass.
+	level uint8
+}
+
+// decodeAt decodes one line (or a record the reader joined from several)
+// and says what format it is in, or looked like when it is bad.
+func decodeAt(line []byte, li lineInfo, red *Redaction, owned bool) (audits []cpid.AuditEvent, logs []cpid.LogRecord, f Format, err error) {
 	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 	line = trimSpace(line)
 	if len(line) == 0 {
-		return nil, nil, nil
+		return nil, nil, 0, nil
+	}
+	if isKlogHeader(line) {
+		r, err := decodeKlog(line, li.ref, li.component)
+		if err != nil {
+			return nil, nil, FormatKlogText, err
+		}
+		return nil, []cpid.LogRecord{r}, FormatKlogText, nil
+	}
+	if line[0] == '[' && li.level == 0 {
+		return decodeArray(line, li, red)
 	}
 	d := getDoc(red)
 	defer d.Release()
 	if err := d.parse(line); err != nil {
-		return nil, nil, err
+		f = FormatOther
+		if errors.Is(err, errLegacy) {
+			f = FormatLegacyAudit
+		}
+		return nil, nil, f, err
 	}
 	if owned {
 		d.Own = true // Buf is line, or a compact copy of it: either is ours
 	}
-	if d.isAudit() {
-		audits, err = d.audit()
-		return audits, nil, err
+	if kind, apiVersion := d.typeMeta(); isAudit(kind, apiVersion) {
+		f = FormatAudit
+		if string(kind) == "EventList" {
+			f = FormatEventList
+		}
+		audits, err = d.auditOf(kind, apiVersion)
+		return audits, nil, f, err
 	}
+	if li.level <= 1 {
+		if env := d.envelope(); env != 0 && (env != FormatDocument || li.level == 0) {
+			return d.unwrap(env, li, red)
+		}
+	}
+	f = d.logFormat()
 	r, err := d.log()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, f, err
 	}
-	return nil, &r, nil
+	return nil, []cpid.LogRecord{r}, f, nil
+}
+
+// logFormat names the logger of a JSON log object by its keys.
+func (d *doc) logFormat() Format {
+	var ts, tm, level, caller byte
+	for i := range d.Members {
+		m := &d.Members[i]
+		switch string(m.Key(d.Buf)) {
+		case "ts":
+			ts = d.Buf[m.ValStart]
+		case "time":
+			tm = d.Buf[m.ValStart]
+		case "level":
+			level = 1
+		case "caller":
+			caller = 1
+		}
+	}
+	switch {
+	case ts != 0 && ts != '"' && caller != 0 && level == 0:
+		return FormatKlogJSON
+	case ts != 0 && level != 0:
+		return FormatZapJSON
+	case tm != 0 && level != 0:
+		return FormatSlogJSON
+	case ts != 0 || tm != 0:
+		return FormatJSONLog
+	}
+	return FormatOther
+}
+
+// decodeArray decodes a JSON array on one line whose elements are lines
+// of their own (an envelope's entries); the first bad element makes the
+// line bad.
+func decodeArray(line []byte, li lineInfo, red *Redaction) (audits []cpid.AuditEvent, logs []cpid.LogRecord, f Format, err error) {
+	d := getDoc(red)
+	defer d.Release()
+	if err := d.Parse(line); err != nil {
+		return nil, nil, FormatOther, err
+	}
+	b := d.Buf
+	it := jsonscan.Elems(b, 0)
+	for k := 0; ; k++ {
+		el, more := it.Next()
+		if !more {
+			break
+		}
+		if b[el.S] != '{' {
+			return nil, nil, f | FormatOther, fmt.Errorf("element %d: not a JSON object", k)
+		}
+		eli := lineInfo{ref: li.ref, component: li.component, level: 1}
+		a, l, ef, err := decodeAt(b[el.S:el.E], eli, red, false)
+		f |= ef
+		if err != nil {
+			return nil, nil, f, fmt.Errorf("element %d: %w", k, err)
+		}
+		audits = append(audits, a...)
+		logs = append(logs, l...)
+	}
+	if f == 0 {
+		f = FormatOther
+	}
+	return audits, logs, f, nil
 }
 
 // Errors shared by the decoders. Messages are the reasons a LineError shows.
 var (
 	errEmpty    = errors.New("empty line")
 	errLegacy   = errors.New("legacy text audit format is not supported; run kube-apiserver with --audit-log-format=json")
-	errKlogText = errors.New("klog text format is not supported; run the component with --logging-format=json")
+	errKlogText = errors.New("klog text format: a log line, not JSON (DecodeLine and cpid-tui ingest read it)")
 )
 
 // The shared reader's offsets, under the names the decoders use.

@@ -120,7 +120,7 @@ func TestDecodeLogErrors(t *testing.T) {
 		{"negative time", `{"ts":-5,"msg":"m"}`, `invalid time field "ts"`},
 		{"time of another type", `{"ts":true,"msg":"m"}`, `invalid time field "ts"`},
 		{"not JSON", `goroutine 1 [running]:`, "not a JSON object"},
-		{"klog text", `E1122 15:47:58.192881   12345 replica_set.go:552] "Unhandled Error"`, "klog text format is not supported"},
+		{"klog text", `E1122 15:47:58.192881   12345 replica_set.go:552] "Unhandled Error"`, "klog text format: a log line, not JSON"},
 		{"array", `[1]`, "not a JSON object"},
 		{"truncated", `{"ts":1795362479.1,"msg":"m`, "truncated JSON"},
 		{"invalid UTF-8", "{\"ts\":1795362479.1,\"msg\":\"\xc3\x28\"}", "invalid UTF-8"},

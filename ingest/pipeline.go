@@ -30,23 +30,28 @@ const (
 
 // chunk is consecutive lines of one stream.
 type chunk struct {
-	stream string
-	buf    []byte
-	lines  []chunkLine
+	stream    string
+	component string // the program that wrote the stream (Stream.Component)
+	buf       []byte
+	lines     []chunkLine
 	// What the worker made of the lines, in line order.
 	audits []cpid.Audit
 	logs   []cpid.Log
 	bad    []chunkBad
+	format Format // of all the lines
 	done   chan struct{}
 }
 
-// chunkLine is a line of the chunk: buf[off:off+n], or (own) a long line
-// held on its own, or a line the reader already found bad.
+// chunkLine is a record of the chunk: buf[off:off+n], or (own) a long line
+// held on its own, or a line the reader already found bad. It is one line,
+// or several the reader joined (joiner), numbered by the first.
 type chunkLine struct {
 	off, n int
 	own    []byte
 	num    int
 	bad    string
+	ref    yearRef // of a klog text record
+	wrap   Format  // the wrappers the reader removed (CRI...), and the format of a record it found bad
 }
 
 type chunkBad struct {
@@ -56,9 +61,9 @@ type chunkBad struct {
 
 var chunkPool = sync.Pool{New: func() any { return &chunk{buf: make([]byte, 0, chunkBytes+64<<10)} }}
 
-func getChunk(stream string) *chunk {
+func getChunk(s Stream) *chunk {
 	c := chunkPool.Get().(*chunk)
-	c.stream = stream
+	c.stream, c.component = s.Name, s.Component
 	c.done = make(chan struct{})
 	return c
 }
@@ -75,6 +80,7 @@ func putChunk(c *chunk) {
 	clear(c.logs)
 	c.logs = c.logs[:0]
 	c.bad = c.bad[:0]
+	c.format = 0
 	chunkPool.Put(c)
 }
 
@@ -84,13 +90,18 @@ func (c *chunk) decode(red *Redaction) {
 	for _, l := range c.lines {
 		if l.bad != "" {
 			c.bad = append(c.bad, chunkBad{l.num, l.bad})
+			if l.wrap&^(FormatCRI|FormatTimestamped|FormatDocument) == 0 {
+				l.wrap |= FormatOther // too long, binary: nothing read of it
+			}
+			c.format |= l.wrap
 			continue
 		}
 		line := l.own
 		if line == nil {
 			line = c.buf[l.off : l.off+l.n]
 		}
-		audits, rec, err := decodeLine(line, red, l.own != nil)
+		audits, logs, f, err := decodeAt(line, lineInfo{ref: l.ref, component: c.component}, red, l.own != nil)
+		c.format |= f | l.wrap
 		if err != nil {
 			c.bad = append(c.bad, chunkBad{l.num, err.Error()})
 			continue
@@ -99,8 +110,8 @@ func (c *chunk) decode(red *Redaction) {
 		for i := range audits {
 			c.audits = append(c.audits, cpid.Audit{AuditEvent: audits[i], Pos: pos})
 		}
-		if rec != nil {
-			c.logs = append(c.logs, cpid.Log{LogRecord: *rec, Pos: pos})
+		for i := range logs {
+			c.logs = append(c.logs, cpid.Log{LogRecord: logs[i], Pos: pos})
 		}
 	}
 }
@@ -109,6 +120,7 @@ func (c *chunk) decode(red *Redaction) {
 // order, and once they are all sent, how its reading ended.
 type fileJob struct {
 	name   string
+	input  string // the path given to Run
 	chunks chan *chunk
 	lines  atomic.Int64
 	err    error // set before chunks is closed
@@ -117,10 +129,16 @@ type fileJob struct {
 // splitStream reads the lines of one stream into chunks, sending each to
 // the workers and to the file's ordered queue. Lines that cannot be decoded
 // at all (too long, binary, a broken CRI sequence) are marked bad here.
+// Records that span lines (a multi-line klog text record, a JSON document
+// printed over many lines) are joined here, before chunking (joiner).
 func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work chan<- *chunk, decoded *atomic.Int64) error {
 	lr := newLineReader(s.R, lim.MaxLine)
 	var cri CRI
-	c := getChunk(s.Name)
+	j := joiner{max: lim.MaxLine}
+	if s.ModTime.Year() >= 2000 { // not a reproducible archive's mtime 0
+		j.ref = yearRef{ns: s.ModTime.UnixNano()}
+	}
+	c := getChunk(s)
 	send := func() error {
 		if len(c.lines) == 0 {
 			return nil
@@ -135,7 +153,7 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		c = getChunk(s.Name)
+		c = getChunk(s)
 		return nil
 	}
 	add := func(l chunkLine) error {
@@ -145,6 +163,35 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 		}
 		return nil
 	}
+	// put adds what the joiner completed; own is a long line, passed
+	// through, that the reader will not reuse: no copy of it.
+	put := func(own bool) error {
+		for _, p := range j.out {
+			var err error
+			switch {
+			case p.bad != "":
+				err = add(chunkLine{num: p.num, bad: p.bad, wrap: p.wrap})
+			case own && p.pass && len(p.b) > 0:
+				err = add(chunkLine{num: p.num, own: p.b, wrap: p.wrap})
+			default:
+				off := len(c.buf)
+				c.buf = append(c.buf, p.b...)
+				err = add(chunkLine{off: off, n: len(p.b), num: p.num, ref: p.ref, wrap: p.wrap})
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// bad adds a line the reader found bad, after the record open before it.
+	bad := func(num int, reason string) error {
+		j.interrupt()
+		if err := put(false); err != nil {
+			return err
+		}
+		return add(chunkLine{num: num, bad: reason})
+	}
 	for {
 		raw, n, err := lr.next()
 		if err == io.EOF {
@@ -153,12 +200,16 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 		var tooLong errLineTooLong
 		if errors.As(err, &tooLong) {
 			job.lines.Add(1)
-			if err := add(chunkLine{num: n, bad: err.Error()}); err != nil {
+			if err := bad(n, err.Error()); err != nil {
 				return err
 			}
 			continue
 		}
 		if err != nil {
+			j.end()
+			if perr := put(false); perr != nil {
+				return perr
+			}
 			if serr := send(); serr != nil {
 				return serr
 			}
@@ -167,7 +218,7 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 		job.lines.Add(1)
 		decoded.Add(int64(len(raw)) + 1)
 		if bytes.IndexByte(raw, 0) >= 0 {
-			if err := add(chunkLine{num: n, bad: errBinary}); err != nil {
+			if err := bad(n, errBinary); err != nil {
 				return err
 			}
 			continue
@@ -176,25 +227,40 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 		line, ok, err := cri.Feed(raw)
 		switch {
 		case err != nil:
-			err = add(chunkLine{num: n, bad: err.Error()})
+			err = bad(n, err.Error())
 		case !ok:
 			continue // a CRI partial: the rest follows
-		case owned && len(line) > 0 && len(line) == len(raw) && &line[0] == &raw[0]:
-			// A long line the reader will not reuse: no copy of it.
-			err = add(chunkLine{num: n, own: line})
 		default:
-			off := len(c.buf)
-			c.buf = append(c.buf, line...)
-			err = add(chunkLine{off: off, n: len(line), num: n})
+			m := lineMeta{cri: -1}
+			same := len(line) == len(raw) && (len(line) == 0 || &line[0] == &raw[0])
+			if !same {
+				m.wrap = FormatCRI
+				if j.klogNum > 0 || isKlogHeader(line) {
+					// The stream and time of the wrapper: a klog record
+					// continues on its own stream, and is dated by it.
+					m.cri, _, _, _ = splitCRI(raw)
+					if i := bytes.IndexByte(raw, ' '); i > 0 {
+						m.ns, _ = parseTime(raw[:i], false)
+					}
+				}
+			} else if ns, rest, ok := cutExportTime(line); ok {
+				line, m.ns, m.wrap = rest, ns, FormatTimestamped
+			}
+			j.push(line, n, m)
+			err = put(owned && same)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	if err := cri.End(); err != nil {
-		if err := add(chunkLine{num: lr.line, bad: err.Error()}); err != nil {
+		if err := bad(lr.line, err.Error()); err != nil {
 			return err
 		}
+	}
+	j.end()
+	if err := put(false); err != nil {
+		return err
 	}
 	if err := send(); err != nil {
 		return err

@@ -54,6 +54,13 @@ type Stream struct {
 	// Name is the path as given (a bundle member is "bundle.tgz!dir/file").
 	Name string
 	R    io.Reader
+	// ModTime is when the stream was last written, as the file system, the
+	// tar header or the gzip header says (zero when unknown): the year of
+	// klog text lines is inferred from it (docs/INPUTS.md).
+	ModTime time.Time
+	// Component names the program that wrote the stream: from its path
+	// (Component), or Walker.Component for standard input.
+	Component string
 }
 
 // Notice is something a reader skipped or refused, with its reason. It is
@@ -78,6 +85,9 @@ type Walker struct {
 	// Counted, when set, is wrapped around every file read from disk, so the
 	// caller can measure bytes read for progress.
 	Counted func(io.Reader) io.Reader
+	// Component names the program that wrote standard input (cpid-tui
+	// ingest --component), which its name cannot tell.
+	Component string
 }
 
 // Files expands paths into the files to read, in reading order: directories
@@ -150,11 +160,19 @@ func (w *Walker) notice(name, reason string) {
 // returned as they are.
 func (w *Walker) Read(ctx context.Context, name string, fn func(Stream) error) error {
 	var r io.Reader
+	var mod time.Time
 	if name == "-" {
 		if w.Stdin == nil {
 			return errors.New("standard input is not available")
 		}
 		r = w.Stdin
+		// A file redirected to standard input has a time; a pipe's is
+		// the time of its last write, which says nothing.
+		if f, ok := w.Stdin.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				mod = fi.ModTime()
+			}
+		}
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
@@ -162,6 +180,9 @@ func (w *Walker) Read(ctx context.Context, name string, fn func(Stream) error) e
 		}
 		defer f.Close()
 		r = f
+		if fi, err := f.Stat(); err == nil {
+			mod = fi.ModTime()
+		}
 	}
 	if w.Counted != nil {
 		r = w.Counted(r)
@@ -171,7 +192,7 @@ func (w *Walker) Read(ctx context.Context, name string, fn func(Stream) error) e
 	// the bytes read from disk. Per layer, a gzip inside a gzip inflates
 	// the limit squared.
 	b := &budget{in: &countReader{r: r}, lim: w.Limits.withDefaults()}
-	return w.read(ctx, name, b.in, fn, 0, false, b)
+	return w.read(ctx, name, b.in, mod, fn, 0, false, b)
 }
 
 // budget is what one input may decompress: its bytes read (in), the bytes
@@ -193,7 +214,7 @@ func (b *budget) exceeded(out int64) error {
 // read sniffs the content (not the name) for gzip and tar. gz counts the
 // gzip layers already opened: a .gz member of a .tgz bundle is two, more is
 // refused, and so is a tar inside a tar.
-func (w *Walker) read(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int, inTar bool, b *budget) error {
+func (w *Walker) read(ctx context.Context, name string, r io.Reader, mod time.Time, fn func(Stream) error, gz int, inTar bool, b *budget) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(512)
 	if isGzip(head) {
@@ -206,7 +227,10 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, fn func(Str
 			return fmt.Errorf("gzip: %w", err)
 		}
 		defer zr.Close()
-		return w.read(ctx, name, &inflateLimit{r: zr, b: b}, fn, gz+1, inTar, b)
+		if !zr.ModTime.IsZero() {
+			mod = zr.ModTime // the original's, when gzip kept it
+		}
+		return w.read(ctx, name, &inflateLimit{r: zr, b: b}, mod, fn, gz+1, inTar, b)
 	}
 	if isTar(head) {
 		if inTar {
@@ -215,12 +239,17 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, fn func(Str
 		}
 		return w.readTar(ctx, name, br, fn, gz, b)
 	}
-	if gz == 0 {
-		return fn(Stream{Name: name, R: br})
+	s := Stream{Name: name, R: br, ModTime: mod, Component: Component(name)}
+	if name == "-" {
+		s.Component = w.Component
 	}
-	// Binary content is found line by line (a NUL byte makes a bad line),
-	// so that a stray NUL does not hide the valid lines around it.
-	return fn(Stream{Name: name, R: &decoded{r: br, b: b}})
+	if gz > 0 {
+		// Binary content is found line by line (a NUL byte makes a bad
+		// line), so that a stray NUL does not hide the valid lines
+		// around it.
+		s.R = &decoded{r: br, b: b}
+	}
+	return fn(s)
 }
 
 // readTar reads a tar bundle as a stream, never extracting it: member names
@@ -254,7 +283,7 @@ func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(
 		if unsafeMember(h.Name) {
 			w.notice(member, fmt.Sprintf("unsafe member name %q: read as %q, nothing is extracted", h.Name, cleanMember(h.Name)))
 		}
-		if err := w.read(ctx, member, tr, fn, gz, true, b); err != nil {
+		if err := w.read(ctx, member, tr, h.ModTime, fn, gz, true, b); err != nil {
 			var le *LineError
 			if errors.As(err, &le) || errors.Is(err, context.Canceled) {
 				return err
@@ -414,4 +443,46 @@ func Family(name string) string {
 	dir, base := path.Split(filepath.ToSlash(name))
 	fam, _ := rotation(base)
 	return dir + fam
+}
+
+var (
+	// kubelet's /var/log/pods/NAMESPACE_POD_UID/CONTAINER/N.log
+	podLogRe = regexp.MustCompile(`^\d+\.log$`)
+	// kubelet's /var/log/containers/POD_NAMESPACE_CONTAINER-ID.log links
+	containerLogRe = regexp.MustCompile(`^[^_]+_[^_]+_(.+)-[0-9a-f]{64}\.log$`)
+	// OpenShift must-gather: .../pods/POD/CONTAINER/CONTAINER/logs/current.log
+	mustGatherLogRe = regexp.MustCompile(`^(current|previous)(\.insecure)?\.log$`)
+)
+
+// Component names the program that wrote the log at name, from the path
+// alone: the container of a kubelet container log (/var/log/pods/NS_POD_UID/
+// CONTAINER/0.log, /var/log/containers/POD_NS_CONTAINER-ID.log, as kind
+// export logs copies them), the container of an OpenShift must-gather pod
+// log (.../CONTAINER/CONTAINER/logs/current.log), else the file's name
+// without rotation suffixes and ".log" (kube-controller-manager.log). A
+// bundle member is named by its path in the bundle. It is what the records
+// of klog text lines, which do not name their program, are attributed to.
+func Component(name string) string {
+	if name == "-" || name == "" {
+		return ""
+	}
+	if _, member, ok := strings.Cut(name, "!"); ok {
+		name = member
+	}
+	dir, base := path.Split(filepath.ToSlash(name))
+	fam, _ := rotation(base)
+	parent := path.Base(dir)
+	switch {
+	case podLogRe.MatchString(fam) && dir != "" && parent != "." && parent != "/":
+		return parent
+	case mustGatherLogRe.MatchString(fam) && parent == "logs":
+		return path.Base(path.Dir(path.Clean(dir)))
+	}
+	if m := containerLogRe.FindStringSubmatch(fam); m != nil {
+		return m[1]
+	}
+	for _, ext := range []string{".gz", ".log", ".txt"} {
+		fam = strings.TrimSuffix(fam, ext)
+	}
+	return fam
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(command{name: "ingest", summary: "store audit logs and controller JSON logs in the database", run: runIngest})
+	register(command{name: "ingest", summary: "store audit logs and controller logs in the database", run: runIngest})
 }
 
 // redactRules is the repeatable --redact flag.
@@ -70,8 +70,10 @@ func dbFlag(fs interface {
 func runIngest(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "ingest", "[--db cpid.db] PATH...", strings.TrimSpace(`
 Reads kube-apiserver audit logs (audit.k8s.io/v1 JSON lines, EventList
-documents, CRI container-log lines) and controller JSON logs (klog JSON, zap
-or logr JSON, slog JSON) and stores them in the database.
+documents; GKE, EKS and AKS exports of them) and controller logs (klog text
+and JSON, zap or logr JSON, slog JSON), plain or in CRI container-log lines,
+and stores them in the database. Formats are recognised by content, line by
+line; the summary names each file's (docs/INPUTS.md).
 
 A PATH is a file, a directory (read recursively; rotated backups such as
 audit-2006-01-02T15-04-05.000.log.gz are read oldest first, the live file
@@ -86,7 +88,15 @@ body, and Secrets embedded in other objects and in last-applied-configuration
 annotations are removed before anything is written (--redact adds custom
 resources; docs/SECURITY.md). A bad line is reported with file:line and
 skipped; the exit code is 0 when the rest was stored, 1 when an input could
-not be read at all (everything else is still stored).
+not be read at all or none of its lines could be decoded (everything else is
+still stored).
+
+klog text lines do not name their program: their records are attributed to
+the container or file name of their log (kube-controller-manager.log,
+/var/log/pods/.../kube-scheduler/0.log), or to --component for standard
+input. Their year, which klog does not write, is inferred from the time of
+their CRI or --timestamps wrapper, klog's file header, or the file's
+modification time (docs/INPUTS.md).
 
 Lines are decoded on every core and stored by one writer, in input order.
 Bodies are stored compressed (docs/SCHEMA.md; cpid-tui sql reads them). A
@@ -98,15 +108,16 @@ away by the next ingest); an interrupted run keeps what it stored.
 Examples:
   cpid-tui ingest --db incident.db /var/log/kubernetes/audit/
   cpid-tui ingest --db incident.db must-gather.tar.gz
-  kubectl logs -n kube-system kube-controller-manager-0 | cpid-tui ingest -`))
+  kubectl logs --timestamps -n kube-system kube-controller-manager-0 | cpid-tui ingest --component kube-controller-manager -`))
 	var db string
 	dbFlag(fs, &db)
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	ratio := fs.Int64("max-inflate-ratio", 1000, "refuse a gzip stream that inflates more than this many times its size (past 256 MiB)")
-	batch := fs.Int("batch", 5000, "records per transaction (a batch also ends at 8 MiB of bodies)")
+	batch := fs.Int("batch", 5000, "records per transaction (a batch also ends at 4 MiB of bodies)")
 	redaction := redactFlag(fs)
 	cluster := clusterFlag(fs, defaultCluster)
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	component := fs.String("component", "", "the program that wrote standard input (-), which names the records of its klog text lines")
 	paths, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -123,8 +134,9 @@ Examples:
 	defer db0.close()
 	st := db0.view(*cluster)
 	in := &ingest.Ingester{
-		Sink:      st,
-		Walker:    ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin},
+		Sink: st,
+		Walker: ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin,
+			Component: *component},
 		BatchSize: *batch,
 		Redaction: redaction(),
 	}
@@ -157,10 +169,61 @@ Examples:
 	if err != nil {
 		return err
 	}
+	var errs []error
 	if len(sum.ReadErrors) > 0 {
-		return fmt.Errorf("%d input(s) could not be read: %w", len(sum.ReadErrors), errors.Join(sum.ReadErrors...))
+		errs = append(errs, fmt.Errorf("%d input(s) could not be read: %w", len(sum.ReadErrors), errors.Join(sum.ReadErrors...)))
 	}
-	return nil
+	errs = append(errs, unreadInputs(sum)...)
+	return errors.Join(errs...)
+}
+
+// unreadInputs returns an error for each input (a PATH argument) of which
+// no line could be decoded although some were bad: the wrong file, or a
+// format cpid does not read. It names the format detected and the first bad
+// lines.
+func unreadInputs(s *ingest.Summary) []error {
+	type input struct {
+		records, bad, files int
+		format              ingest.Format
+		first               []*ingest.LineError
+	}
+	byInput := map[string]*input{}
+	var order []string
+	for _, f := range s.Files {
+		in := byInput[f.Input]
+		if in == nil {
+			in = &input{}
+			byInput[f.Input] = in
+			order = append(order, f.Input)
+		}
+		in.files++
+		in.records += f.Audits + f.Logs
+		in.bad += f.Bad
+		in.format |= f.Format
+		for _, b := range f.BadLines {
+			if len(in.first) < 3 {
+				in.first = append(in.first, b)
+			}
+		}
+	}
+	var errs []error
+	for _, name := range order {
+		in := byInput[name]
+		if in.records > 0 || in.bad == 0 {
+			continue
+		}
+		var lines []string
+		for _, b := range in.first {
+			lines = append(lines, "  "+tui.Printable(b.Error()))
+		}
+		bad := fmt.Sprintf("%d bad lines", in.bad)
+		if in.files > 1 {
+			bad += fmt.Sprintf(" in %d files", in.files)
+		}
+		errs = append(errs, fmt.Errorf("%s: no line could be decoded (%s, detected format: %s); first bad lines:\n%s",
+			tui.Printable(name), bad, in.format, strings.Join(lines, "\n")))
+	}
+	return errs
 }
 
 func printProgress(w io.Writer, p ingest.Progress) {
@@ -229,6 +292,7 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 			fmt.Fprintf(w, "  %-50s %d\n", tui.Printable(c), s.Components[c])
 		}
 	}
+	printFiles(w, s)
 	if s.Redacted > 0 {
 		fmt.Fprintf(w, "redacted: credentials (Secret data, tokens, private keys) removed from %d event(s) before storing\n", s.Redacted)
 	}
@@ -246,5 +310,29 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 	}
 	for _, err := range s.ReadErrors {
 		fmt.Fprintf(w, "unreadable: %s\n", tui.Printable(err.Error()))
+	}
+}
+
+// printFiles lists each file's formats and counts, then the data-quality
+// warnings of the formats found.
+func printFiles(w io.Writer, s *ingest.Summary) {
+	if len(s.Files) == 0 {
+		return
+	}
+	const top = 30
+	fmt.Fprintf(w, "files (format, lines, records, bad):\n")
+	var all ingest.Format
+	for i, f := range s.Files {
+		all |= f.Format
+		if i == top {
+			fmt.Fprintf(w, "  ... and %d more files\n", len(s.Files)-top)
+		}
+		if i >= top {
+			continue
+		}
+		fmt.Fprintf(w, "  %-40s %7d %7d %5d  %s\n", f.Format, f.Lines, f.Audits+f.Logs, f.Bad, tui.Printable(f.Name))
+	}
+	for _, l := range all.Losses() {
+		fmt.Fprintf(w, "warning: %s\n", l)
 	}
 }
