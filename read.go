@@ -3,6 +3,7 @@ package cpid
 import (
 	"context"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -319,6 +320,18 @@ func KindOf(kind, resource string) string {
 	}
 	return resource
 }
+
+// BuiltinResourcesSQL is the resources KindOf names without a body, as a
+// SQL list ('configmaps', 'cronjobs', ...): queries read the kind from an
+// object's body for the others only (reading a body decompresses its block).
+var BuiltinResourcesSQL = func() string {
+	out := make([]string, 0, len(kinds))
+	for r := range kinds {
+		out = append(out, "'"+r+"'")
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}()
 
 var kinds = map[string]string{
 	"pods": "Pod", "services": "Service", "endpoints": "Endpoints", "nodes": "Node", "namespaces": "Namespace",

@@ -10,97 +10,37 @@ import (
 	"github.com/cpid-dev/cpid/blocks"
 )
 
-// openBlock is the last body block of a cluster as this process wrote it.
-type openBlock struct {
-	id  int64
-	raw []byte
-}
+// blockTx is the SQL of blocks.Tx in one transaction.
+type blockTx struct{ tx pgx.Tx }
 
-// writeBodies packs the bodies of the events a transaction stored into the
-// cluster's blocks, each kind apart: the last block of a kind, when not
-// full, takes them first and is written again. It returns what to run once
-// the transaction committed (remember the blocks' content).
-func (s *Store) writeBodies(ctx context.Context, tx pgx.Tx, cluster string, bodies []blocks.Body) (after func(), err error) {
-	var lasts []func()
-	for _, kind := range blocks.Kinds {
-		of := blocks.OfKind(bodies, kind)
-		if len(of) == 0 {
-			continue
-		}
-		open, err := s.loadOpenBlock(ctx, tx, cluster, kind)
-		if err != nil {
-			return nil, err
-		}
-		bs, refs := blocks.Pack(open, of)
-		if len(bs) == 0 {
-			continue
-		}
-		if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
-			return nil, err
-		}
-		last := bs[len(bs)-1]
-		lasts = append(lasts, func() { s.remember(cluster, kind, last) })
-	}
-	return func() {
-		for _, f := range lasts {
-			f()
-		}
-	}, nil
-}
-
-// remember keeps the content of a cluster's last block of kind once the
-// transaction that wrote it committed (nil: forget it; kind "": every kind).
-func (s *Store) remember(cluster, kind string, last *blocks.Block) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.open == nil {
-		s.open = map[string]openBlock{}
-	}
-	if kind == "" {
-		for _, k := range blocks.Kinds {
-			delete(s.open, cluster+"\x00"+k)
-		}
-		return
-	}
-	if last != nil && blocks.Open(int64(len(last.Raw))) {
-		s.open[cluster+"\x00"+kind] = openBlock{id: last.ID, raw: last.Raw}
-	} else {
-		delete(s.open, cluster+"\x00"+kind)
-	}
-}
-
-// loadOpenBlock returns the cluster's last block of kind when it still
-// takes bodies, nil otherwise. The row is locked (FOR UPDATE) until the
-// transaction ends, so that writers of one cluster append to it in turn;
-// the content this process stored last is reused when the block is
-// unchanged since.
-func (s *Store) loadOpenBlock(ctx context.Context, tx pgx.Tx, cluster, kind string) (*blocks.Block, error) {
-	var id, rawLen int64
-	err := tx.QueryRow(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = $1 AND kind = $2 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
+// Last locks the row (FOR UPDATE) until the transaction ends: writers of
+// one cluster append to its open block in turn.
+func (b blockTx) Last(ctx context.Context, cluster, kind string) (id, rawLen int64, ok bool, err error) {
+	err = b.tx.QueryRow(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = $1 AND kind = $2 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
 		cluster, kind).Scan(&id, &rawLen)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("read the last body block: %w", err)
-	case !blocks.Open(rawLen):
-		return nil, nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, false, nil
 	}
-	raw := make([]byte, 0, blocks.Size)
-	s.mu.Lock()
-	o, ok := s.open[cluster+"\x00"+kind]
-	s.mu.Unlock()
-	if ok && o.id == id && int64(len(o.raw)) == rawLen {
-		return &blocks.Block{ID: id, Raw: append(raw, o.raw...)}, nil
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("read the last body block: %w", err)
 	}
+	return id, rawLen, true, nil
+}
+
+// Content reads a block: stored as it is, the server compresses it.
+func (b blockTx) Content(ctx context.Context, id, rawLen int64) ([]byte, error) {
 	var data []byte
-	if err := tx.QueryRow(ctx, `SELECT data FROM body_blocks WHERE id = $1`, id).Scan(&data); err != nil {
-		return nil, fmt.Errorf("read the last body block: %w", err)
+	if err := b.tx.QueryRow(ctx, `SELECT data FROM body_blocks WHERE id = $1`, id).Scan(&data); err != nil {
+		return nil, fmt.Errorf("read body block %d: %w", id, err)
 	}
 	if int64(len(data)) != rawLen {
 		return nil, fmt.Errorf("body block %d: %w: %d bytes, want %d", id, blocks.ErrCorrupt, len(data), rawLen)
 	}
-	return &blocks.Block{ID: id, Raw: append(raw, data...)}, nil
+	return data, nil
+}
+
+func (b blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
+	return storeBlocks(ctx, b.tx, cluster, kind, bs, refs)
 }
 
 // storeBlocks writes the blocks Pack returned and the references to them.
@@ -146,8 +86,8 @@ func packLegacyBodies(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return err
 	}
+	var w blocks.Writer
 	for _, cluster := range clusters {
-		open := map[string]*blocks.Block{}
 		after := int64(0)
 		for {
 			rows, err := tx.Query(ctx, `SELECT b.event_id, e.verb, b.request_object, b.response_object, b.response_status
@@ -175,18 +115,11 @@ func packLegacyBodies(ctx context.Context, tx pgx.Tx) error {
 			if len(chunk) == 0 {
 				break
 			}
-			for _, kind := range blocks.Kinds {
-				bs, refs := blocks.Pack(open[kind], blocks.OfKind(chunk, kind))
-				if len(bs) == 0 {
-					continue
-				}
-				if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
-					return fmt.Errorf("pack the bodies of schema v7: %w", err)
-				}
-				if open[kind] = bs[len(bs)-1]; !blocks.Open(int64(len(open[kind].Raw))) {
-					open[kind] = nil
-				}
+			committed, err := w.Write(ctx, blockTx{tx}, cluster, chunk)
+			if err != nil {
+				return fmt.Errorf("pack the bodies of schema v7: %w", err)
 			}
+			committed() // the same transaction goes on: its blocks are as stored
 		}
 	}
 	_, err = tx.Exec(ctx, `DROP TABLE audit_bodies_v7`)

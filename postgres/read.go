@@ -141,7 +141,7 @@ func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow
 		return nil, nil
 	}
 	rows, err := db.Query(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c."user", e.user_agent, c.verb,
-		COALESCE(CASE WHEN c.subresource = '' THEN b.response_object::json ->> 'kind' END, ''), c.api_group, c.resource,
+		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN b.response_object::json ->> 'kind' END, ''), c.api_group, c.resource,
 		c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id = ANY($1) ORDER BY c.started_ns DESC, c.id COLLATE "C"`, ids)
@@ -387,8 +387,8 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
-		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400
-		              THEN b.response_object::json ->> 'kind' END, ''),
+		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400 AND r.resource NOT IN (`+cpid.BuiltinResourcesSQL+`)
+		              THEN NULLIF(b.response_object::json ->> 'kind', 'Status') END, ''),
 		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt <> 0, COALESCE(r.cpid, ''),
 		COALESCE(r.cpid_origin, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
 		COALESCE(LEAST(c.stage_ns, e.received_ns), 0), COALESCE(r.hop_ns, 0),

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/blocks"
 )
 
 //go:embed migrations/*.sql
@@ -39,8 +39,7 @@ type conns struct {
 	pool *pgxpool.Pool
 	dsn  string
 
-	mu   sync.Mutex           // guards open
-	open map[string]openBlock // cluster -> its last body block as this process wrote it
+	bodies blocks.Writer // packs bodies into blocks
 }
 
 // migrationLock is the key of the advisory lock that migrations hold, so

@@ -98,13 +98,13 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 		if err := br.Close(); err != nil {
 			return err
 		}
-		if afterCommit, err = s.writeBodies(ctx, tx, cluster, bodies); err != nil {
+		if afterCommit, err = s.bodies.Write(ctx, blockTx{tx}, cluster, bodies); err != nil {
 			return err
 		}
 		return checkpoints(ctx, tx, cluster, b.Checkpoints, dups)
 	})
 	if err != nil {
-		s.remember(cluster, "", nil)
+		s.bodies.Forget(cluster)
 		return cpid.Written{}, err
 	}
 	afterCommit()

@@ -51,97 +51,35 @@ func init() {
 	})
 }
 
-// openBlock is the last body block of a cluster as a writer last saw it.
-type openBlock struct {
-	id  int64
-	raw []byte
+// blockTx is the SQL of blocks.Tx in one of the writer's transactions.
+type blockTx struct{ tx *sql.Tx }
+
+func (b blockTx) Last(ctx context.Context, cluster, kind string) (id, rawLen int64, ok bool, err error) {
+	err = b.tx.QueryRowContext(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = ? AND kind = ? ORDER BY id DESC LIMIT 1`,
+		cluster, kind).Scan(&id, &rawLen)
+	if err == sql.ErrNoRows {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("read the last body block: %w", err)
+	}
+	return id, rawLen, true, nil
 }
 
-// writeBodies packs the bodies of the events a transaction stored into the
-// cluster's blocks, each kind apart: the last block of a kind, when not
-// full, takes them first and is written again. It returns what to run once
-// the transaction committed (remember the blocks' content).
-func (s *Store) writeBodies(ctx context.Context, tx *sql.Tx, cluster string, bodies []blocks.Body) (after func(), err error) {
-	var lasts []func()
-	for _, kind := range blocks.Kinds {
-		of := blocks.OfKind(bodies, kind)
-		if len(of) == 0 {
-			continue
-		}
-		open, err := s.loadOpenBlock(ctx, tx, cluster, kind)
-		if err != nil {
-			return nil, err
-		}
-		bs, refs := blocks.Pack(open, of)
-		if len(bs) == 0 {
-			continue
-		}
-		if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
-			return nil, err
-		}
-		last := bs[len(bs)-1]
-		lasts = append(lasts, func() { s.remember(cluster, kind, last) })
-	}
-	return func() {
-		for _, f := range lasts {
-			f()
-		}
-	}, nil
-}
-
-// remember keeps the content of a cluster's last block of kind once the
-// transaction that wrote it committed (nil: forget it; kind "": every kind).
-func (s *Store) remember(cluster, kind string, last *blocks.Block) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.open == nil {
-		s.open = map[string]openBlock{}
-	}
-	if kind == "" {
-		for _, k := range blocks.Kinds {
-			delete(s.open, cluster+"\x00"+k)
-		}
-		return
-	}
-	if last != nil && blocks.Open(int64(len(last.Raw))) {
-		s.open[cluster+"\x00"+kind] = openBlock{id: last.ID, raw: last.Raw}
-	} else {
-		delete(s.open, cluster+"\x00"+kind)
-	}
-}
-
-// loadOpenBlock returns the cluster's last block when it still takes
-// bodies, nil otherwise. The content this writer stored last is reused when
-// the block is unchanged since (another process may have written to it).
-func (s *Store) loadOpenBlock(ctx context.Context, tx *sql.Tx, cluster, kind string) (*blocks.Block, error) {
-	var id, rawLen int64
-	err := tx.QueryRowContext(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = ? AND kind = ? ORDER BY id DESC LIMIT 1`, cluster, kind).Scan(&id, &rawLen)
-	switch {
-	case err == sql.ErrNoRows:
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("read the last body block: %w", err)
-	case !blocks.Open(rawLen):
-		return nil, nil
-	}
-	s.mu.Lock()
-	o, ok := s.open[cluster+"\x00"+kind]
-	s.mu.Unlock()
-	if ok && o.id == id && int64(len(o.raw)) == rawLen {
-		// Pack appends to the content: give it a copy it may grow.
-		raw := make([]byte, len(o.raw), blocks.Size)
-		copy(raw, o.raw)
-		return &blocks.Block{ID: id, Raw: raw}, nil
-	}
+func (b blockTx) Content(ctx context.Context, id, rawLen int64) ([]byte, error) {
 	var data []byte
-	if err := tx.QueryRowContext(ctx, `SELECT data FROM body_blocks WHERE id = ?`, id).Scan(&data); err != nil {
-		return nil, fmt.Errorf("read the last body block: %w", err)
+	if err := b.tx.QueryRowContext(ctx, `SELECT data FROM body_blocks WHERE id = ?`, id).Scan(&data); err != nil {
+		return nil, fmt.Errorf("read body block %d: %w", id, err)
 	}
-	raw, err := blocks.Decompress(make([]byte, 0, blocks.Size), data, rawLen)
+	raw, err := blocks.Decompress(nil, data, rawLen)
 	if err != nil {
 		return nil, fmt.Errorf("body block %d: %w", id, err)
 	}
-	return &blocks.Block{ID: id, Raw: raw}, nil
+	return raw, nil
+}
+
+func (b blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
+	return storeBlocks(ctx, b.tx, cluster, kind, bs, refs)
 }
 
 // storeBlocks writes the blocks Pack returned (inserting new ones, updating
@@ -196,8 +134,8 @@ func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
+	var w blocks.Writer
 	for _, cluster := range clusters {
-		open := map[string]*blocks.Block{}
 		after := int64(0)
 		for {
 			rows, err := tx.QueryContext(ctx, `SELECT b.event_id, e.verb, b.request_object, b.response_object, b.response_status
@@ -224,18 +162,11 @@ func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
 			if len(chunk) == 0 {
 				break
 			}
-			for _, kind := range blocks.Kinds {
-				bs, refs := blocks.Pack(open[kind], blocks.OfKind(chunk, kind))
-				if len(bs) == 0 {
-					continue
-				}
-				if err := storeBlocks(ctx, tx, cluster, kind, bs, refs); err != nil {
-					return fmt.Errorf("pack the bodies of schema v7: %w", err)
-				}
-				if open[kind] = bs[len(bs)-1]; !blocks.Open(int64(len(open[kind].Raw))) {
-					open[kind] = nil
-				}
+			committed, err := w.Write(ctx, blockTx{tx}, cluster, chunk)
+			if err != nil {
+				return fmt.Errorf("pack the bodies of schema v7: %w", err)
 			}
+			committed() // the same transaction goes on: its blocks are as stored
 		}
 	}
 	_, err = tx.ExecContext(ctx, `DROP TABLE audit_bodies_v7`)

@@ -18,8 +18,8 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 		return nil, fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
-		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400
-		              THEN b.response_object ->> '$.kind' END, ''),
+		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400 AND r.resource NOT IN (`+cpid.BuiltinResourcesSQL+`)
+		              THEN NULLIF(b.response_object ->> '$.kind', 'Status') END, ''),
 		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt, COALESCE(r.cpid, ''),
 		COALESCE(r.cpid_origin, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
 		COALESCE(CASE WHEN c.stage_ns < e.received_ns THEN c.stage_ns ELSE e.received_ns END, 0), COALESCE(r.hop_ns, 0),

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/blocks"
 	sqlite3 "modernc.org/sqlite" // registers the "sqlite" driver
 	sqlite3lib "modernc.org/sqlite/lib"
 )
@@ -50,9 +51,9 @@ type conns struct {
 	// consistent snapshot while the writer commits.
 	r *sql.DB
 
-	mu      sync.Mutex           // guards fileIDs and open: Write may be called from several goroutines
-	fileIDs map[string]int64     // cluster and path -> files.id of committed rows
-	open    map[string]openBlock // cluster -> its last body block as this process wrote it
+	mu      sync.Mutex       // guards fileIDs and open: Write may be called from several goroutines
+	fileIDs map[string]int64 // cluster and path -> files.id of committed rows
+	bodies  blocks.Writer    // packs bodies into blocks
 }
 
 // InCluster returns the view of the database from cluster name ("" for

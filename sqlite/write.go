@@ -110,7 +110,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				}
 				bodies = append(bodies, blocks.NewBody(id, a.Verb, a.RequestObject, a.ResponseObject, a.ResponseStatus))
 			}
-			if afterCommit, err = s.writeBodies(stmtCtx, tx, cluster, bodies); err != nil {
+			if afterCommit, err = s.bodies.Write(stmtCtx, blockTx{tx}, cluster, bodies); err != nil {
 				return err
 			}
 		}
@@ -144,7 +144,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 		return writeCheckpoints(ctx, tx, cluster, b.Checkpoints, dups)
 	})
 	if err != nil {
-		s.remember(cluster, "", nil)
+		s.bodies.Forget(cluster)
 		return cpid.Written{}, err
 	}
 	afterCommit()
