@@ -130,7 +130,7 @@ func nullLen(n int) any {
 func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
 	// Each cluster's bodies go to its own blocks, in event order; a chunk
 	// of rows at a time bounds memory.
-	clusters, err := txColumn(ctx, tx, `SELECT DISTINCT e.cluster FROM audit_bodies_v7 b JOIN audit_events e ON e.id = b.event_id ORDER BY 1`)
+	clusters, err := column(ctx, tx, `SELECT DISTINCT e.cluster FROM audit_bodies_v7 b JOIN audit_events e ON e.id = b.event_id ORDER BY 1`)
 	if err != nil {
 		return err
 	}
@@ -178,23 +178,6 @@ func nullBytes(s sql.NullString) []byte {
 		return nil
 	}
 	return []byte(s.String)
-}
-
-func txColumn(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // blockReaderOf decompresses the blocks a scan reads, keeping the last few:

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -108,20 +107,14 @@ func OpenBulk(ctx context.Context, path string) (*Bulk, error) {
 // (a failed transaction still rolls back; a crash loses the file, which
 // is thrown away), no fsync, the file locked for this connection alone.
 func bulkDSN(path string) string {
-	q := url.Values{}
-	q.Add("_pragma", "journal_mode(MEMORY)")
-	q.Add("_pragma", "synchronous(OFF)")
-	q.Add("_pragma", "locking_mode(EXCLUSIVE)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	// The index builds of Finish sort in temporary files, not in memory:
-	// memory stays the same whatever the size of the database.
-	q.Add("_pragma", "temp_store(FILE)")
-	q.Add("_pragma", "threads(0)")
-	// 32 MiB of page cache: the only index kept up in random order is the
-	// content hashes' (about 26 MB for a million events).
-	q.Add("_pragma", "cache_size(-32768)")
-	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
-	return u.String()
+	return fileURI(path, nil,
+		"journal_mode(MEMORY)", "synchronous(OFF)", "locking_mode(EXCLUSIVE)", "foreign_keys(ON)",
+		// The index builds of Finish sort in temporary files, not in
+		// memory: memory stays the same whatever the size of the database.
+		"temp_store(FILE)", "threads(0)",
+		// 32 MiB of page cache: the only index kept up in random order
+		// is the content hashes' (about 26 MB for a million events).
+		"cache_size(-32768)")
 }
 
 // Finish builds the indexes put off, makes the file a WAL database like

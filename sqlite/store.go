@@ -181,11 +181,18 @@ func roDSN(path string, immutable bool) string {
 	if immutable {
 		q.Set("immutable", "1")
 	}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Add("_pragma", "threads(4)")
-	q.Add("_pragma", "query_only(ON)")
+	return fileURI(path, q, "busy_timeout(10000)", "foreign_keys(ON)", "temp_store(MEMORY)", "threads(4)", "query_only(ON)")
+}
+
+// fileURI is the file: URI of path with the query q and the driver's
+// _pragma parameters, applied to every connection in order.
+func fileURI(path string, q url.Values, pragmas ...string) string {
+	if q == nil {
+		q = url.Values{}
+	}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
 	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
 	return u.String()
 }
@@ -221,25 +228,20 @@ func (s *Store) checkSchema(ctx context.Context) error {
 // dsn builds a file: URI so that the driver applies every option; a plain
 // path with a query string would be taken as part of the file name.
 func dsn(path string, readOnly bool) string {
+	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)",
+		"temp_store(MEMORY)", "threads(4)"}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	q.Add("_pragma", "temp_store(MEMORY)")
-	q.Add("_pragma", "threads(4)")
 	if readOnly {
-		q.Add("_pragma", "query_only(ON)")
+		pragmas = append(pragmas, "query_only(ON)")
 	} else {
 		// A 128 MiB page cache for the writer: bulk ingest touches index
 		// pages all over the file (content hashes are random).
-		q.Add("_pragma", "cache_size(-131072)")
+		pragmas = append(pragmas, "cache_size(-131072)")
 		// BEGIN IMMEDIATE takes the write lock up front, so a transaction
 		// never fails half way on a lock upgrade.
 		q.Set("_txlock", "immediate")
 	}
-	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
-	return u.String()
+	return fileURI(path, q, pragmas...)
 }
 
 // Path is the absolute path of the database file.

@@ -379,6 +379,26 @@ func TestConcurrentWrites(t *testing.T) {
 	}
 }
 
+// bodiesOf reads every body through the view, by event id.
+func bodiesOf(t *testing.T, s *Store) map[int64][3]sql.NullString {
+	t.Helper()
+	out := map[int64][3]sql.NullString{}
+	rows, err := s.r.QueryContext(context.Background(), `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var b [3]sql.NullString
+		if err := rows.Scan(&id, &b[0], &b[1], &b[2]); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = b
+	}
+	return out
+}
+
 // TestBodyBlocksMigrationKeepsBodies: migration 0008 packs the bodies of a
 // version 7 database (a table of JSON text) into blocks, and every body reads
 // back through the view as it was, NULLs included, in two clusters.
@@ -386,20 +406,7 @@ func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
 	ctx := context.Background()
 	// The bodies of the real fixture, as a database of today stores them.
 	src := ingestFixture(t)
-	want := map[int64][3]sql.NullString{}
-	rows, err := src.r.QueryContext(ctx, `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		var b [3]sql.NullString
-		if err := rows.Scan(&id, &b[0], &b[1], &b[2]); err != nil {
-			t.Fatal(err)
-		}
-		want[id] = b
-	}
-	rows.Close()
+	want := bodiesOf(t, src)
 	if len(want) < 1000 {
 		t.Fatalf("%d bodies in the fixture", len(want))
 	}
@@ -422,25 +429,12 @@ func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
 		}
 	}
 	s.Close()
-	s, err = Open(ctx, path)
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	got := map[int64][3]sql.NullString{}
-	rows, err = s.r.QueryContext(ctx, `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		var b [3]sql.NullString
-		if err := rows.Scan(&id, &b[0], &b[1], &b[2]); err != nil {
-			t.Fatal(err)
-		}
-		got[id] = b
-	}
-	rows.Close()
+	got := bodiesOf(t, s)
 	if len(got) != len(want) {
 		t.Errorf("%d events with bodies after the migration, want %d", len(got), len(want))
 	}
