@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -189,8 +190,8 @@ func (t *timelineView) view(w, h int) string {
 	lanes := t.lanes()
 	const detailH = 3
 	// The chart gets about half the height, the list the rest.
-	laneH := max(1, min(len(lanes), (h-detailH-3)/2))
-	listH := max(1, h-detailH-3-laneH)
+	laneH := max(1, min(len(lanes), (h-detailH-4)/2))
+	listH := max(1, h-detailH-4-laneH)
 	labelW := min(24, max(12, w/4))
 	chartW := max(10, w-labelW-3)
 	from, to := t.shown()
@@ -238,6 +239,7 @@ func (t *timelineView) view(w, h int) string {
 		pointer = fit(strings.Repeat(" ", max(0, at))+label, chartW)
 	}
 	lines = append(lines, " "+fit(s.dim.Render(plural(len(lanes), "lane")), labelW)+" "+pointer)
+	lines = append(lines, s.dim.Render(fit(" "+timeWent(t.all), w)))
 	writerW, verbW, objW, hopW := t.listWidths(w)
 	hopHead := "HOP"
 	if hopW == 0 {
@@ -256,6 +258,37 @@ func (t *timelineView) view(w, h int) string {
 		lines = append(lines, "")
 	}
 	return block(append(lines[:h-detailH], t.detail(w, lo)...), w, h)
+}
+
+// timeWent says where the change's time went: the hops of its critical
+// path added up by why they waited, then by writer, largest first.
+func timeWent(ents []cpid.TimelineEntry) string {
+	byReason, byWriter := cpid.TimeByReason(ents)
+	var total int64
+	for _, ns := range byReason {
+		total += ns
+	}
+	if total == 0 {
+		return "waits on the critical path: none"
+	}
+	top := func(m map[string]int64) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if m[keys[i]] != m[keys[j]] {
+				return m[keys[i]] > m[keys[j]]
+			}
+			return keys[i] < keys[j]
+		})
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %s (%d%%)", k, dur(m[k]), 100*m[k]/total))
+		}
+		return strings.Join(parts, " · ")
+	}
+	return "waits on the critical path, by reason: " + top(byReason) + "  │  by writer: " + top(byWriter)
 }
 
 // lane draws one lane of the chart.
