@@ -39,12 +39,9 @@ func (b blockTx) Content(ctx context.Context, id, rawLen int64) ([]byte, error) 
 	return data, nil
 }
 
-func (b blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
-	return storeBlocks(ctx, b.tx, cluster, kind, bs, refs)
-}
-
-// storeBlocks writes the blocks Pack returned and the references to them.
-func storeBlocks(ctx context.Context, tx pgx.Tx, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
+// Put writes the blocks Pack returned and the references to them.
+func (bt blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
+	tx := bt.tx
 	for _, b := range bs {
 		if b.ID != 0 {
 			if _, err := tx.Exec(ctx, `UPDATE body_blocks SET raw_len = $1, data = $2 WHERE id = $3`, len(b.Raw), b.Raw, b.ID); err != nil {

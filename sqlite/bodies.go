@@ -67,24 +67,27 @@ func (b blockTx) Last(ctx context.Context, cluster, kind string) (id, rawLen int
 }
 
 func (b blockTx) Content(ctx context.Context, id, rawLen int64) ([]byte, error) {
+	return readBlock(ctx, b.tx, id, nil)
+}
+
+// readBlock reads block id and decompresses it into buf.
+func readBlock(ctx context.Context, db querier, id int64, buf []byte) ([]byte, error) {
 	var data []byte
-	if err := b.tx.QueryRowContext(ctx, `SELECT data FROM body_blocks WHERE id = ?`, id).Scan(&data); err != nil {
+	var rawLen int64
+	if err := db.QueryRowContext(ctx, `SELECT data, raw_len FROM body_blocks WHERE id = ?`, id).Scan(&data, &rawLen); err != nil {
 		return nil, fmt.Errorf("read body block %d: %w", id, err)
 	}
-	raw, err := blocks.Decompress(nil, data, rawLen)
+	raw, err := blocks.Decompress(buf, data, rawLen)
 	if err != nil {
 		return nil, fmt.Errorf("body block %d: %w", id, err)
 	}
 	return raw, nil
 }
 
-func (b blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
-	return storeBlocks(ctx, b.tx, cluster, kind, bs, refs)
-}
-
-// storeBlocks writes the blocks Pack returned (inserting new ones, updating
-// the open one it grew) and the references to them.
-func storeBlocks(ctx context.Context, tx *sql.Tx, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
+// Put writes the blocks Pack returned (inserting new ones, updating the
+// open one it grew) and the references to them.
+func (bt blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Block, refs []blocks.Ref) error {
+	tx := bt.tx
 	var buf []byte
 	for _, b := range bs {
 		buf = blocks.Compress(buf[:0], b.Raw)
@@ -184,10 +187,10 @@ func nullBytes(s sql.NullString) []byte {
 // a scan in stored order reads one block for many rows in turn.
 type blockReaderOf struct {
 	s       *Store
-	entries []readBlock // most recent last
+	entries []cachedBlock // most recent last
 }
 
-type readBlock struct {
+type cachedBlock struct {
 	id  int64
 	raw []byte
 }
@@ -202,20 +205,15 @@ func (r *blockReaderOf) raw(ctx context.Context, id int64) ([]byte, error) {
 			return r.entries[i].raw, nil
 		}
 	}
-	var data []byte
-	var rawLen int64
-	if err := r.s.r.QueryRowContext(ctx, `SELECT data, raw_len FROM body_blocks WHERE id = ?`, id).Scan(&data, &rawLen); err != nil {
-		return nil, fmt.Errorf("read body block %d: %w", id, err)
-	}
 	var buf []byte
 	if len(r.entries) >= 4 {
 		buf = r.entries[0].raw[:0]
 		r.entries = append(r.entries[:0], r.entries[1:]...)
 	}
-	raw, err := blocks.Decompress(buf, data, rawLen)
+	raw, err := readBlock(ctx, r.s.r, id, buf)
 	if err != nil {
-		return nil, fmt.Errorf("body block %d: %w", id, err)
+		return nil, err
 	}
-	r.entries = append(r.entries, readBlock{id, raw})
+	r.entries = append(r.entries, cachedBlock{id, raw})
 	return raw, nil
 }

@@ -11,9 +11,8 @@ import (
 	"time"
 )
 
-// dumpFile renders every row of every table of a database, in rowid order,
-// except the times a migration was applied: two databases with the same
-// dump hold the same records with the same ids, bodies and blocks.
+// dumpFile is dumpDB of the database at path, and the names of its
+// indexes (a bulk load builds them at the end).
 func dumpFile(t *testing.T, path string) string {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
@@ -21,54 +20,18 @@ func dumpFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tables := []string{}
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	var idx []string
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		var n string
 		rows.Scan(&n)
-		tables = append(tables, n)
-	}
-	rows.Close()
-	var b strings.Builder
-	for _, tb := range tables {
-		q := `SELECT * FROM ` + tb + ` ORDER BY rowid`
-		if tb == "schema_migrations" {
-			q = `SELECT version, name FROM schema_migrations ORDER BY version`
-		}
-		rows, err := db.Query(q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		n := 0
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&b, "%s %q\n", tb, vals)
-			n++
-		}
-		rows.Close()
-		fmt.Fprintf(&b, "%s: %d rows\n", tb, n)
-	}
-	var idx []string
-	rows, _ = db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name`)
-	for rows.Next() {
-		var n string
-		rows.Scan(&n)
 		idx = append(idx, n)
 	}
 	rows.Close()
-	fmt.Fprintf(&b, "indexes: %s\n", strings.Join(idx, " "))
-	return b.String()
+	return dumpDB(t, db) + "indexes: " + strings.Join(idx, " ") + "\n"
 }
 
 // synthBundle writes a synthetic bundle of n events templated from the

@@ -24,19 +24,10 @@ import (
 func output(w io.Writer, format string, header []string, rows [][]string, v any) error {
 	switch format {
 	case "", "table":
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		line := func(cells []string) {
-			for i, c := range cells {
-				if i > 0 {
-					io.WriteString(tw, "\t")
-				}
-				io.WriteString(tw, tui.Printable(c))
-			}
-			io.WriteString(tw, "\n")
-		}
-		line(header)
+		tw := newTable(w)
+		tableRow(tw, header)
 		for _, r := range rows {
-			line(r)
+			tableRow(tw, r)
 		}
 		return tw.Flush()
 	case "json":
@@ -57,6 +48,21 @@ func output(w io.Writer, format string, header []string, rows [][]string, v any)
 		return cw.Error()
 	}
 	return fmt.Errorf("unknown --output %q (table, json, csv)", format)
+}
+
+// newTable is the aligned table of the table output format.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// tableRow writes one row of a table, each cell without control
+// characters or escape sequences (tui.Printable).
+func tableRow(tw io.Writer, cells []string) {
+	for i, c := range cells {
+		if i > 0 {
+			io.WriteString(tw, "\t")
+		}
+		io.WriteString(tw, tui.Printable(c))
+	}
+	io.WriteString(tw, "\n")
 }
 
 // csvText is a CSV cell: the value as it is (RFC 4180 quoting does the

@@ -13,8 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
-
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 func init() {
@@ -112,24 +110,14 @@ func (p *rowPrinter) header(cols []string) {
 	p.cols = cols
 	switch p.format {
 	case "table":
-		p.tw = tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-		p.line(cols)
+		p.tw = newTable(p.w)
+		tableRow(p.tw, cols)
 	case "csv":
 		p.cw = csv.NewWriter(p.w)
 		p.cw.Write(cols)
 	case "json":
 		io.WriteString(p.w, "[")
 	}
-}
-
-func (p *rowPrinter) line(cells []string) {
-	for i, c := range cells {
-		if i > 0 {
-			io.WriteString(p.tw, "\t")
-		}
-		io.WriteString(p.tw, tui.Printable(c))
-	}
-	io.WriteString(p.tw, "\n")
 }
 
 func (p *rowPrinter) row(cols []string, vals []any) error {
@@ -143,7 +131,7 @@ func (p *rowPrinter) row(cols []string, vals []any) error {
 		for i, v := range vals {
 			cells[i] = sqlText(v, 32)
 		}
-		p.line(cells)
+		tableRow(p.tw, cells)
 	case "csv":
 		cells := make([]string, len(vals))
 		for i, v := range vals {
