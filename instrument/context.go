@@ -14,6 +14,12 @@ type Context struct {
 	// Ancestors lists ancestor CPIDs of CPID, closest first. It is a hint:
 	// it may hold only some ancestors, but every CPID in it is an ancestor.
 	Ancestors []ID
+	// Trace is the W3C trace context the object carries in KeyTraceparent
+	// (KEP-5915), zero when none: the span of a traced client or
+	// controller that wrote it. cpid does not start OpenTelemetry spans of
+	// its own, so Merge carries a cause's Trace on unchanged and what a
+	// traced client started keeps its trace id downstream.
+	Trace Traceparent
 }
 
 // IsZero reports whether c carries no CPID.

@@ -12,7 +12,18 @@ const (
 	// KeyAncestors holds the ancestor CPIDs of KeyCPID, closest first,
 	// separated by commas, at most N of them (see DefaultMaxAncestors).
 	KeyAncestors = cpid.KeyAncestors
+	// KeyTraceparent holds a W3C traceparent, as KEP-5915 proposes
+	// (tracing.k8s.io/traceparent). It is not cpid's: Extract reads it and
+	// Inject writes it when the Context has a Trace, but never removes one
+	// that a traced client wrote.
+	KeyTraceparent = cpid.KeyTraceparent
 )
+
+// Traceparent is a W3C trace context: trace id, parent span id, flags.
+type Traceparent = cpid.Traceparent
+
+// ParseTraceparent reads a W3C traceparent value.
+func ParseTraceparent(s string) (Traceparent, error) { return cpid.ParseTraceparent(s) }
 
 // DefaultMaxAncestors is the default N, the most ancestor CPIDs an object
 // carries.

@@ -19,7 +19,7 @@ type Tracer struct {
 	newID   func() ID
 	now     func() time.Time
 
-	extracts, absent, badCPID, badAncestors atomic.Uint64
+	extracts, absent, badCPID, badAncestors, badTrace atomic.Uint64
 	roots, minted, reused                   atomic.Uint64
 }
 
@@ -63,6 +63,7 @@ type Stats struct {
 	Absent       uint64 // ... that found no trace context (nil map included)
 	BadCPID      uint64 // ... whose KeyCPID was malformed, treated as absent
 	BadAncestors uint64 // ... whose KeyAncestors was malformed or oversized, treated as absent
+	BadTrace     uint64 // ... whose KeyTraceparent was not a W3C traceparent, treated as absent
 	Roots        uint64 // root CPIDs minted by Root
 	Minted       uint64 // CPIDs minted by merges (each with a mergelog, once committed)
 	Reused       uint64 // merges that reused a CPID
@@ -72,7 +73,7 @@ type Stats struct {
 func (t *Tracer) Stats() Stats {
 	return Stats{
 		Extracts: t.extracts.Load(), Absent: t.absent.Load(),
-		BadCPID: t.badCPID.Load(), BadAncestors: t.badAncestors.Load(),
+		BadCPID: t.badCPID.Load(), BadAncestors: t.badAncestors.Load(), BadTrace: t.badTrace.Load(),
 		Roots: t.roots.Load(), Minted: t.minted.Load(), Reused: t.reused.Load(),
 	}
 }
@@ -91,9 +92,12 @@ func (t *Tracer) ExtractAnnotations(m map[string]string) Context {
 	t.extracts.Add(1)
 	c, err := ExtractAnnotations(m)
 	if err != nil {
-		if e, ok := err.(*AnnotationError); ok && e.Key == KeyAncestors {
+		switch e, _ := err.(*AnnotationError); {
+		case e != nil && e.Key == KeyAncestors:
 			t.badAncestors.Add(1)
-		} else {
+		case e != nil && e.Key == KeyTraceparent:
+			t.badTrace.Add(1)
+		default:
 			t.badCPID.Add(1)
 		}
 	}
@@ -151,7 +155,10 @@ func (t *Tracer) Root(obj ObjectRef) Context {
 // minted and the mergelog {roots} -> new is emitted. Contexts without a CPID
 // are ignored; if none has one, Merge returns the zero Context.
 //
-// The result's ancestors are the closest first, at most N.
+// The result's ancestors are the closest first, at most N. Its Trace is the
+// W3C trace context of the last context (in the order given: the object's
+// own first, then its causes) that has one and whose CPID the result is or
+// descends from directly: what a traced client started stays in its trace.
 func (t *Tracer) Merge(obj ObjectRef, ctxs ...Context) Context {
 	c, m, ok := t.Plan(obj, ctxs...)
 	if ok {
@@ -183,7 +190,7 @@ func (t *Tracer) Plan(obj ObjectRef, ctxs ...Context) (Context, Mergelog, bool) 
 		return Context{}, Mergelog{}, false
 	case 1:
 		t.reused.Add(1)
-		c := Context{CPID: only.id}
+		c := Context{CPID: only.id, Trace: traceOf(g, ctxs)}
 		if m := min(len(only.anc), t.n); m > 0 {
 			c.Ancestors = append(make([]ID, 0, m), only.anc[:m]...)
 		}
@@ -226,7 +233,24 @@ func (t *Tracer) Plan(obj ObjectRef, ctxs ...Context) (Context, Mergelog, bool) 
 	if len(anc) == 0 {
 		anc = nil
 	}
-	return Context{CPID: id, Ancestors: anc}, m, true
+	return Context{CPID: id, Ancestors: anc, Trace: traceOf(g, ctxs)}, m, true
+}
+
+// traceOf returns the Trace of the last of ctxs that has one and whose CPID
+// is a live node of g: the reused CPID, or a source of the new one.
+func traceOf(g *graph, ctxs []Context) Traceparent {
+	for i := len(ctxs) - 1; i >= 0; i-- {
+		c := &ctxs[i]
+		if c.Trace.IsZero() || c.IsZero() {
+			continue
+		}
+		for j := range g.nodes {
+			if n := &g.nodes[j]; !n.dead && n.id == c.CPID {
+				return c.Trace
+			}
+		}
+	}
+	return Traceparent{}
 }
 
 // Commit emits a mergelog returned by Plan.

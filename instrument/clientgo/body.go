@@ -102,6 +102,9 @@ func (d *doc) fields(t *instrument.Tracer) fields {
 		if anc := d.ann[instrument.KeyAncestors]; anc != nil {
 			m[instrument.KeyAncestors] = *anc
 		}
+		if tp := d.ann[instrument.KeyTraceparent]; tp != nil {
+			m[instrument.KeyTraceparent] = *tp
+		}
 		f.own, f.hasOwn = t.ExtractAnnotations(m), true
 	}
 	return f
@@ -125,6 +128,10 @@ func (d *doc) set(c instrument.Context, kind bodyKind) {
 	}
 	cpid, anc := c.Format()
 	d.ann[instrument.KeyCPID] = &cpid
+	if !c.Trace.IsZero() {
+		tp := c.Trace.String()
+		d.ann[instrument.KeyTraceparent] = &tp
+	}
 	switch {
 	case anc != "":
 		d.ann[instrument.KeyAncestors] = &anc

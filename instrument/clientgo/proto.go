@@ -94,7 +94,7 @@ func (d *protoDoc) encode() ([]byte, error) {
 		if n < 0 || m < 0 {
 			return nil, errNotProto
 		}
-		if num != protoAnnotations || !ours(d.meta[i+n:i+n+m]) {
+		if num != protoAnnotations || !ours(d.meta[i+n:i+n+m], !d.c.Trace.IsZero()) {
 			meta = append(meta, d.meta[i:i+n+m]...)
 		}
 		i += n + m
@@ -103,6 +103,9 @@ func (d *protoDoc) encode() ([]byte, error) {
 	meta = appendEntry(meta, instrument.KeyCPID, cpid)
 	if anc != "" {
 		meta = appendEntry(meta, instrument.KeyAncestors, anc)
+	}
+	if !d.c.Trace.IsZero() {
+		meta = appendEntry(meta, instrument.KeyTraceparent, d.c.Trace.String())
 	}
 
 	raw := append([]byte(nil), d.pre...)
@@ -119,8 +122,9 @@ func (d *protoDoc) encode() ([]byte, error) {
 }
 
 // ours reports whether an annotations map entry (a field value, length
-// prefixed) holds one of the trace-context keys.
-func ours(v []byte) bool {
+// prefixed) holds one of the trace-context keys: cpid's, and with trace
+// KeyTraceparent too.
+func ours(v []byte, trace bool) bool {
 	entry, n := protowire.ConsumeBytes(v)
 	if n < 0 {
 		return false
@@ -132,7 +136,8 @@ func ours(v []byte) bool {
 		}
 		if num == 1 && typ == protowire.BytesType {
 			k, _ := protowire.ConsumeBytes(entry[i+n:])
-			return string(k) == instrument.KeyCPID || string(k) == instrument.KeyAncestors
+			return string(k) == instrument.KeyCPID || string(k) == instrument.KeyAncestors ||
+				trace && string(k) == instrument.KeyTraceparent
 		}
 		m := protowire.ConsumeFieldValue(num, typ, entry[i+n:])
 		if m < 0 {

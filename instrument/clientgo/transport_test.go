@@ -82,7 +82,7 @@ func newFixture(t *testing.T, contentType string) *fixture {
 	deployments := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	f.replicas = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "d-1"}}
-	instrument.Inject(d, instrument.Context{CPID: id("owner")})
+	instrument.Inject(d, instrument.Context{CPID: id("owner"), Trace: ownerTrace})
 	deployments.Add(d)
 	f.stamper = clientgo.New(tracer, clientgo.StoreLookup(
 		clientgo.Store{Group: "apps", Kind: "Deployment", Resource: "deployments", Store: deployments},
@@ -129,6 +129,7 @@ func sent(t *testing.T, body []byte) (map[string]any, string) {
 	}
 	delete(ann, instrument.KeyCPID)
 	delete(ann, instrument.KeyAncestors)
+	delete(ann, instrument.KeyTraceparent)
 	if ann != nil && len(ann) == 0 {
 		delete(meta, "annotations")
 	}
@@ -271,6 +272,55 @@ func TestTransport(t *testing.T) {
 			})
 		}
 	}
+}
+
+// ownerTrace is the W3C trace context of the Deployment the fixture's
+// ReplicaSets belong to: a traced client wrote it (KEP-5915).
+var ownerTrace, _ = instrument.ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+
+// TestTransportTrace checks that the owner's traceparent goes on with its
+// CPID into what its controller writes, in either encoding, and that a
+// write that keeps the object's own context leaves its annotations alone.
+func TestTransportTrace(t *testing.T) {
+	for _, contentType := range []string{"", "application/json"} {
+		f := newFixture(t, contentType)
+		if _, err := f.stamped.AppsV1().ReplicaSets("ns").Create(context.Background(), replicaSet(""), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := traceSent(t, f.srv.last()); got != ownerTrace.String() {
+			t.Errorf("%q: create from a traced owner sent traceparent %q, want %q", contentType, got, ownerTrace)
+		}
+		ctx := instrument.NewContext(context.Background(), instrument.Context{CPID: id("ctx")})
+		if _, err := f.stamped.AppsV1().ReplicaSets("ns").UpdateStatus(ctx, replicaSet("prev"), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := traceSent(t, f.srv.last()); got != "" {
+			t.Errorf("%q: a status write gained traceparent %q", contentType, got)
+		}
+	}
+}
+
+// traceSent returns the traceparent annotation of a body sent.
+func traceSent(t *testing.T, body []byte) string {
+	t.Helper()
+	if bytes.HasPrefix(body, []byte("k8s\x00")) {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+		if err != nil {
+			t.Fatalf("protobuf body: %v", err)
+		}
+		if body, err = json.Marshal(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	return m.Metadata.Annotations[instrument.KeyTraceparent]
 }
 
 // TestTransportErrors checks that a rejected write surfaces as it was and
