@@ -20,7 +20,7 @@ type Tracer struct {
 	now     func() time.Time
 
 	extracts, absent, badCPID, badAncestors, badTrace atomic.Uint64
-	roots, minted, reused                   atomic.Uint64
+	roots, minted, reused                             atomic.Uint64
 }
 
 // Option configures a Tracer.
