@@ -133,3 +133,57 @@ func PhaseStats(pods []PodTimes) map[string]Percentiles {
 	}
 	return out
 }
+
+// SLI is one line of the SLI report (cpid-tui query sli, the report's SLI
+// table): a phase over every Pod, the hop latency of one writer, or one
+// change's time to its Pods Ready.
+type SLI struct {
+	Scope string `json:"scope"`  // "phase", "hop" or "change"
+	Name  string `json:"name"`   // the phase, the controller, or the change ID
+	Doc   string `json:"doc"`    // what it measures
+	N     int    `json:"n"`      // how many samples
+	P50NS int64  `json:"p50_ns"` // percentiles in ns, nearest rank
+	P90NS int64  `json:"p90_ns"`
+	P99NS int64  `json:"p99_ns"`
+	MaxNS int64  `json:"max_ns"`
+}
+
+// SLIs computes the SLI report from the writes of the Pods changes created
+// and the hops of their writes: every phase of Phases, the hop latency of
+// each writer (sorted by name), and each change's time to Pod Ready, in the
+// order of the changes' Pods.
+func SLIs(ws []cpid.PodWrite, hops []cpid.Hop) []SLI {
+	pods := PodMilestones(ws)
+	var out []SLI
+	add := func(scope, name, doc string, p Percentiles) {
+		out = append(out, SLI{Scope: scope, Name: name, Doc: doc, N: p.N, P50NS: p.P50, P90NS: p.P90, P99NS: p.P99, MaxNS: p.Max})
+	}
+	stats := PhaseStats(pods)
+	for _, ph := range Phases {
+		add("phase", ph.Name, ph.Doc, stats[ph.Name])
+	}
+	byWriter := map[string][]int64{}
+	for _, h := range hops {
+		byWriter[h.Writer] = append(byWriter[h.Writer], h.HopNS)
+	}
+	writers := make([]string, 0, len(byWriter))
+	for w := range byWriter {
+		writers = append(writers, w)
+	}
+	sort.Strings(writers)
+	for _, w := range writers {
+		add("hop", w, "hop latency of "+w+": its cause visible to its write complete", Summarize(byWriter[w]))
+	}
+	perChange := map[string][]PodTimes{}
+	var ids []string
+	for _, p := range pods {
+		if _, ok := perChange[p.Change]; !ok {
+			ids = append(ids, p.Change)
+		}
+		perChange[p.Change] = append(perChange[p.Change], p)
+	}
+	for _, id := range ids {
+		add("change", id, "user change received to Pod Ready, over its Pods", PhaseStats(perChange[id])["change_to_ready"])
+	}
+	return out
+}

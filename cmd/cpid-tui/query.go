@@ -287,61 +287,18 @@ func sub(s string) string {
 	return "/" + strings.TrimPrefix(s, "/")
 }
 
-// sliRow is one line of the SLI report.
-type sliRow struct {
-	Scope string `json:"scope"`  // "phase", "hop" or "change"
-	Name  string `json:"name"`   // the phase, the controller, or the change ID
-	Doc   string `json:"doc"`    // what it measures
-	N     int    `json:"n"`      // how many samples
-	P50NS int64  `json:"p50_ns"` // percentiles in ns, nearest rank
-	P90NS int64  `json:"p90_ns"`
-	P99NS int64  `json:"p99_ns"`
-	MaxNS int64  `json:"max_ns"`
-}
-
 func querySLI(ctx context.Context, e *env, st cpid.ChangeReader, change, format string) error {
 	ws, err := st.PodWrites(ctx, change)
 	if err != nil {
 		return err
 	}
-	pods := reconstruct.PodMilestones(ws)
-	var out []sliRow
-	add := func(scope, name, doc string, p reconstruct.Percentiles) {
-		out = append(out, sliRow{Scope: scope, Name: name, Doc: doc, N: p.N, P50NS: p.P50, P90NS: p.P90, P99NS: p.P99, MaxNS: p.Max})
-	}
-	stats := reconstruct.PhaseStats(pods)
-	for _, ph := range reconstruct.Phases {
-		add("phase", ph.Name, ph.Doc, stats[ph.Name])
-	}
 	hops, err := st.Hops(ctx, change)
 	if err != nil {
 		return err
 	}
-	byWriter := map[string][]int64{}
-	for _, h := range hops {
-		byWriter[h.Writer] = append(byWriter[h.Writer], h.HopNS)
-	}
-	writers := make([]string, 0, len(byWriter))
-	for w := range byWriter {
-		writers = append(writers, w)
-	}
-	sort.Strings(writers)
-	for _, w := range writers {
-		add("hop", w, "hop latency of "+w+": its cause visible to its write complete", reconstruct.Summarize(byWriter[w]))
-	}
-	perChange := map[string][]reconstruct.PodTimes{}
-	var ids []string
-	for _, p := range pods {
-		if _, ok := perChange[p.Change]; !ok {
-			ids = append(ids, p.Change)
-		}
-		perChange[p.Change] = append(perChange[p.Change], p)
-	}
-	for _, id := range ids {
-		add("change", id, "user change received to Pod Ready, over its Pods", reconstruct.PhaseStats(perChange[id])["change_to_ready"])
-	}
+	out := reconstruct.SLIs(ws, hops)
 	if out == nil {
-		out = []sliRow{}
+		out = []reconstruct.SLI{}
 	}
 	var rows [][]string
 	for _, r := range out {

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 // truth is a fixture's ground truth (fixtures/README.md).
@@ -377,11 +379,11 @@ func TestSLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("query sli: %d %s", code, e)
 	}
-	var rows []sliRow
+	var rows []reconstruct.SLI
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatal(err)
 	}
-	phase := map[string]sliRow{}
+	phase := map[string]reconstruct.SLI{}
 	hops := 0
 	for _, r := range rows {
 		switch r.Scope {
