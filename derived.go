@@ -152,6 +152,9 @@ type Change struct {
 	Trigger Trigger
 	// Detail says what happened, for people ("Ready True -> Unknown").
 	Detail string
+	// Traceparent is the W3C trace context (KeyTraceparent) the root write
+	// set: a traced client started the change. "" otherwise.
+	Traceparent string
 }
 
 // Explain says why a write waited as long as it did after its cause.

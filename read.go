@@ -49,6 +49,10 @@ type ChangeRow struct {
 	// Trigger says what started the change, TriggerDetail what happened.
 	Trigger       Trigger `json:"trigger"`
 	TriggerDetail string  `json:"trigger_detail"`
+	// Traceparent is the W3C trace context of the traced client that
+	// started the change (its root write set tracing.k8s.io/traceparent),
+	// "" when none did.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // TimelineEntry is one write of a change.

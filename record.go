@@ -45,6 +45,10 @@ type AuditEvent struct {
 	// response object, or of the request object when there is no response.
 	CPID          string
 	CPIDAncestors []string
+	// Traceparent is the W3C traceparent in the same object's
+	// tracing.k8s.io/traceparent annotation (KeyTraceparent), in canonical
+	// form; "" when it has none or one that is not a traceparent.
+	Traceparent string
 	// OwnerRefs is metadata.ownerReferences of the same object, raw JSON, or nil.
 	OwnerRefs json.RawMessage
 

@@ -46,6 +46,7 @@ type WriteEvent struct {
 	StageNS         int64
 	CPID            string
 	Ancestors       []string
+	Traceparent     string
 	OwnerRefs       json.RawMessage
 	// Response is the response body when the scan asked for its resource
 	// (WriteScan.Bodies), Request the request body.

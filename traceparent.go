@@ -2,6 +2,7 @@ package cpid
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 )
 
@@ -98,4 +99,28 @@ func (tp Traceparent) String() string {
 	b = append(b, '-')
 	b = hex.AppendEncode(b, []byte{tp.Flags})
 	return string(b)
+}
+
+// TraceparentOfBodies returns the canonical traceparent an audit event's
+// objects carry, as ingest reads it: from the response object's
+// annotations when it has any, else from the request object's; "" when the
+// annotation is absent or not a traceparent. (Ingest reads it while it
+// decodes the event; migrations read stored bodies with this.)
+func TraceparentOfBodies(request, response []byte) string {
+	for _, b := range [][]byte{response, request} {
+		var obj struct {
+			Metadata struct {
+				Annotations map[string]any `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if len(b) == 0 || json.Unmarshal(b, &obj) != nil || obj.Metadata.Annotations == nil {
+			continue
+		}
+		v, _ := obj.Metadata.Annotations[KeyTraceparent].(string)
+		if tp, err := ParseTraceparent(v); err == nil {
+			return tp.String()
+		}
+		return ""
+	}
+	return ""
 }

@@ -280,9 +280,11 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 	case respMeta.annotations.OK():
 		t.add(&ev.CPID, b, respMeta.cpid)
 		t.setTail(b, respMeta.ancestors)
+		ev.Traceparent = traceparent(b, respMeta.traceparent)
 	case reqMeta.annotations.OK():
 		t.add(&ev.CPID, b, reqMeta.cpid)
 		t.setTail(b, reqMeta.ancestors)
+		ev.Traceparent = traceparent(b, reqMeta.traceparent)
 	}
 	switch {
 	case respMeta.ownerRefs.OK():
@@ -584,6 +586,24 @@ type bodyMeta struct {
 	name, uid, rv          span
 	annotations, ownerRefs span // only when an object and an array
 	cpid, ancestors        span
+	traceparent            span
+}
+
+// traceparent returns the W3C traceparent at v in canonical form, "" when
+// v is absent or not one.
+func traceparent(b []byte, v span) string {
+	if !v.OK() || b[v.S] != '"' {
+		return ""
+	}
+	s, ok := jsonscan.String(b, v)
+	if !ok {
+		return ""
+	}
+	tp, err := cpid.ParseTraceparent(string(s))
+	if err != nil {
+		return ""
+	}
+	return tp.String()
 }
 
 func readBody(b []byte, v span, x index) (m bodyMeta) {
@@ -620,6 +640,8 @@ func readBody(b []byte, v span, x index) (m bodyMeta) {
 				m.cpid = mb.Val()
 			case cpid.KeyAncestors:
 				m.ancestors = mb.Val()
+			case cpid.KeyTraceparent:
+				m.traceparent = mb.Val()
 			}
 		}
 	}

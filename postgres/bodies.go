@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/blocks"
 )
 
@@ -134,4 +135,36 @@ func strBytes(s *string) []byte {
 func mustQuery(ctx context.Context, tx pgx.Tx, q string) pgx.Rows {
 	rows, _ := tx.Query(ctx, q)
 	return rows
+}
+
+// backfillTraceparents gives the events stored before schema v9 the
+// traceparent their bodies carry (migration 4). Only bodies that mention
+// the annotation are decoded.
+func backfillTraceparents(ctx context.Context, tx pgx.Tx) error {
+	like := "%" + cpid.KeyTraceparent + "%"
+	rows, err := tx.Query(ctx, `SELECT event_id, request_object, response_object FROM audit_bodies
+		WHERE request_object LIKE $1 OR response_object LIKE $1 ORDER BY event_id`, like)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	var tps []string
+	for rows.Next() {
+		var id int64
+		var req, resp *string
+		if err := rows.Scan(&id, &req, &resp); err != nil {
+			rows.Close()
+			return err
+		}
+		if tp := cpid.TraceparentOfBodies(strBytes(req), strBytes(resp)); tp != "" {
+			ids, tps = append(ids, id), append(tps, tp)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE audit_events e SET traceparent = v.tp
+		FROM unnest($1::bigint[], $2::text[]) AS v(id, tp) WHERE e.id = v.id`, ids, tps)
+	return err
 }

@@ -90,7 +90,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 	}
 	rows, err := s.pool.Query(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource, e.subresource,
 		e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
-		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
+		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, COALESCE(e.traceparent, ''), e.owner_refs,
 		CASE WHEN e.resource = ANY($6) THEN b.response_object END, b.request_object, f.path
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id JOIN files f ON f.id = e.file_id
 		WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3
@@ -106,7 +106,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		var anc, owners, resp, req *string
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &owners, &resp, &req, &e.File); err != nil {
+			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &resp, &req, &e.File); err != nil {
 			return err
 		}
 		if anc != nil {
@@ -299,15 +299,16 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	}
 	for _, c := range out.Changes {
 		b.Queue(`INSERT INTO changes(id, event_id, started_ns, settled_ns, "user", verb, api_group, resource,
-			subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail)
-			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, $4, $5
+			subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
+			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, $4, $5, $6
 			FROM audit_events WHERE id = $3
 			ON CONFLICT (id) DO UPDATE SET event_id = excluded.event_id, started_ns = excluded.started_ns,
 			settled_ns = excluded.settled_ns, "user" = excluded."user", verb = excluded.verb, api_group = excluded.api_group,
 			resource = excluded.resource, subresource = excluded.subresource, namespace = excluded.namespace,
 			name = excluded.name, writes = 0, objects = 0, slowest_hop_ns = NULL, slowest_hop_event_id = NULL,
-			cluster = excluded.cluster, trigger = excluded.trigger, trigger_detail = excluded.trigger_detail`,
-			c.ID, c.StartNS, c.EventID, string(c.Trigger), c.Detail)
+			cluster = excluded.cluster, trigger = excluded.trigger, trigger_detail = excluded.trigger_detail,
+			traceparent = excluded.traceparent`,
+			c.ID, c.StartNS, c.EventID, string(c.Trigger), c.Detail, c.Traceparent)
 	}
 	for _, a := range out.Anomalies {
 		b.Queue(`INSERT INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster)

@@ -142,7 +142,7 @@ func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow
 	}
 	rows, err := db.Query(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c."user", e.user_agent, c.verb,
 		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN b.response_object::json ->> 'kind' END, ''), c.api_group, c.resource,
-		c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail
+		c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id = ANY($1) ORDER BY c.started_ns DESC, c.id COLLATE "C"`, ids)
 	if err != nil {
@@ -151,7 +151,7 @@ func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.ChangeRow, error) {
 		var c cpid.ChangeRow
 		err := r.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
-			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger, &c.TriggerDetail)
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger, &c.TriggerDetail, &c.Traceparent)
 		c.Kind = cpid.KindOf(c.Kind, c.Resource)
 		return c, err
 	})

@@ -210,6 +210,7 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 // migration's transaction after its SQL.
 var migrationSteps = map[int]func(context.Context, pgx.Tx) error{
 	3: packLegacyBodies,
+	4: backfillTraceparents,
 }
 
 // newer is a schema newer than this program's, found by a migration.

@@ -45,14 +45,14 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 			a := &b.Audits[i]
 			q.Queue(`INSERT INTO audit_events(hash, audit_id, stage, level, verb, request_uri, api_group, api_version,
 				resource, subresource, namespace, name, uid, resource_version, username, user_agent, source_ips, code,
-				received_ns, stage_ns, cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster)
-				SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28
+				received_ns, stage_ns, cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster, traceparent)
+				SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29
 				WHERE NOT EXISTS (SELECT 1 FROM audit_events WHERE hash = $1)
 				ON CONFLICT (hash) DO NOTHING RETURNING id`,
 				a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI, a.APIGroup, a.APIVersion,
 				a.Resource, a.Subresource, a.Namespace, a.Name, a.UID, a.ResourceVersion, a.Username, a.UserAgent,
 				cpid.JSONStrings(a.SourceIPs), orNil(int64(a.Code)), a.ReceivedNS, a.StageNS, orNil(a.CPID), cpid.JSONStrings(a.CPIDAncestors),
-				cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), flag(a.Redacted), files[a.File], a.Line, cluster)
+				cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), flag(a.Redacted), files[a.File], a.Line, cluster, orNil(a.Traceparent))
 		}
 		for i := range b.Logs {
 			l := &b.Logs[i]

@@ -55,6 +55,9 @@ type Object struct {
 	// the audit log hides its conditions; its node agent has not written
 	// since.
 	marked bool
+	// trace is the traceparent the object carried after its latest
+	// successful write.
+	trace string
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -290,7 +293,8 @@ func (en *Engine) Process(e *Event) {
 		if !en.hasAny(w.CPID) {
 			en.emit(e, cpid.Mergelog{CPID: w.CPID, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginInferred})
 		}
-		en.Changes = append(en.Changes, cpid.Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS, Trigger: root.trigger, Detail: root.detail})
+		en.Changes = append(en.Changes, cpid.Change{ID: w.CPID, EventID: e.ID, StartNS: e.ReceivedNS, Trigger: root.trigger,
+			Detail: root.detail, Traceparent: setTrace(o, e)})
 	}
 	ref := &Ref{EventID: e.ID, ReceivedNS: e.ReceivedNS, StageNS: e.StageNS, CPID: w.CPID, Change: w.ChangeID}
 	switch {
@@ -300,6 +304,7 @@ func (en *Engine) Process(e *Event) {
 		ref.ChangeStart = root.changeStart
 	}
 	o.prev, o.last = o.last, ref
+	o.trace = e.Traceparent
 	delete(o.failed, w.Writer.Name) // retried: the failure is explained
 	if en.epoch != "" {
 		en.epochs[en.epoch] = ref
@@ -599,4 +604,24 @@ func OrderRevisions(n int, at func(i int) (eventID int64, rv string, stageNS int
 		ids[i] = r.id
 	}
 	return ids, by
+}
+
+// setTrace returns the traceparent the root write e set on o, "" when it
+// set none: a traced client started the change when its write carries a
+// traceparent and creates the object, changes the object's traceparent, or
+// comes with a fresh CPID (cpid-tui stamp writes both and drops a stale
+// traceparent). A traceparent an earlier change left on the object does
+// not make this one traced.
+func setTrace(o *Object, e *Event) string {
+	switch {
+	case e.Traceparent == "":
+		return ""
+	case e.Verb == "create" && e.Subresource == "":
+		return e.Traceparent
+	case o.last == nil:
+		return "" // what the object carried before is not in the logs
+	case e.Traceparent != o.trace, e.CPID != "" && e.CPID != o.last.CPID:
+		return e.Traceparent
+	}
+	return ""
 }

@@ -33,7 +33,10 @@ type Event struct {
 	// write (annotation v1.cpid.dev/cpid), empty when none.
 	CPID      string
 	Ancestors []string
-	OwnerRefs []cpid.OwnerRef
+	// Traceparent is the W3C trace context the object carries after the
+	// write (tracing.k8s.io/traceparent), empty when none.
+	Traceparent string
+	OwnerRefs   []cpid.OwnerRef
 	// Object is the object after the write when the audit log has it (the
 	// response body of a RequestResponse event, when that is the object and
 	// not a Status); Request is the request body (the patch, for a patch).

@@ -384,7 +384,7 @@ func fromStore(ev *Event, w *cpid.WriteEvent, family string) {
 	*ev = Event{ID: w.ID, AuditID: w.AuditID, Verb: w.Verb, APIGroup: w.APIGroup, Resource: w.Resource,
 		Subresource: w.Subresource, Namespace: w.Namespace, Name: w.Name, UID: w.UID,
 		ResourceVersion: w.ResourceVersion, Username: w.Username, UserAgent: w.UserAgent, Code: w.Code,
-		ReceivedNS: w.ReceivedNS, StageNS: w.StageNS, CPID: w.CPID, Ancestors: w.Ancestors,
+		ReceivedNS: w.ReceivedNS, StageNS: w.StageNS, CPID: w.CPID, Ancestors: w.Ancestors, Traceparent: w.Traceparent,
 		Request: w.Request, Source: family}
 	if len(w.OwnerRefs) > 0 {
 		json.Unmarshal(w.OwnerRefs, &ev.OwnerRefs)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/blocks"
 	sqlite3 "modernc.org/sqlite"
 )
@@ -216,4 +217,41 @@ func (r *blockReaderOf) raw(ctx context.Context, id int64) ([]byte, error) {
 	}
 	r.entries = append(r.entries, cachedBlock{id, raw})
 	return raw, nil
+}
+
+// backfillTraceparents gives the events stored before schema v9 the
+// traceparent their bodies carry (migration 9). Only bodies that mention
+// the annotation are decoded.
+func backfillTraceparents(ctx context.Context, tx *sql.Tx) error {
+	like := "%" + cpid.KeyTraceparent + "%"
+	rows, err := tx.QueryContext(ctx, `SELECT event_id, request_object, response_object FROM audit_bodies
+		WHERE request_object LIKE ? OR response_object LIKE ? ORDER BY event_id`, like, like)
+	if err != nil {
+		return err
+	}
+	type found struct {
+		id int64
+		tp string
+	}
+	var all []found
+	for rows.Next() {
+		var id int64
+		var req, resp sql.NullString
+		if err := rows.Scan(&id, &req, &resp); err != nil {
+			rows.Close()
+			return err
+		}
+		if tp := cpid.TraceparentOfBodies(nullBytes(req), nullBytes(resp)); tp != "" {
+			all = append(all, found{id, tp})
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, f := range all {
+		if _, err := tx.ExecContext(ctx, `UPDATE audit_events SET traceparent = ? WHERE id = ?`, f.tp, f.id); err != nil {
+			return fmt.Errorf("backfill traceparents: %w", err)
+		}
+	}
+	return nil
 }

@@ -115,7 +115,7 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRo
 	}
 	rows, err := db.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
 		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN b.response_object ->> '$.kind' END, ''), c.api_group, c.resource, c.subresource,
-		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail
+		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id IN (`+placeholders(len(ids))+`) ORDER BY c.started_ns DESC, c.id`, strArgs(ids)...)
 	if err != nil {
@@ -126,7 +126,7 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRo
 	for rows.Next() {
 		var c cpid.ChangeRow
 		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
-			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger, &c.TriggerDetail); err != nil {
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger, &c.TriggerDetail, &c.Traceparent); err != nil {
 			return nil, err
 		}
 		c.Kind = cpid.KindOf(c.Kind, c.Resource)

@@ -112,7 +112,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
-		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, e.owner_refs,
+		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, COALESCE(e.traceparent, ''), e.owner_refs,
 		`+bodies+`, r.block_id, r.offset, r.request_len, r.response_len, e.file_id
 		FROM audit_events e LEFT JOIN audit_body_refs r ON r.event_id = e.id
 		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+ignore.String()+`
@@ -140,7 +140,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		slab = slab[1:]
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &owners, &wantResp, &block, &off, &reqLen, &respLen, &fileID); err != nil {
+			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &wantResp, &block, &off, &reqLen, &respLen, &fileID); err != nil {
 			return err
 		}
 		e.File = paths[fileID]

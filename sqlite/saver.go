@@ -82,8 +82,8 @@ var saverSQL = [...]string{
 	`INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES (?, ?, ?, ?, ?, ?)`,
 	`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`,
 	`INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
-		subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail)
-		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, ?, ?
+		subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
+		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, ?, ?, ?
 		FROM audit_events WHERE id = ?`,
 	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster)
@@ -289,7 +289,7 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		}
 	}
 	for _, c := range out.Changes {
-		if _, err := sv.exec(stChange, c.ID, c.StartNS, string(c.Trigger), c.Detail, c.EventID); err != nil {
+		if _, err := sv.exec(stChange, c.ID, c.StartNS, string(c.Trigger), c.Detail, c.Traceparent, c.EventID); err != nil {
 			return err
 		}
 	}

@@ -256,6 +256,7 @@ func (s *Store) Close() error {
 // migration's transaction after its SQL.
 var migrationSteps = map[int]func(context.Context, *sql.Tx) error{
 	8: packLegacyBodies,
+	9: backfillTraceparents,
 }
 
 func migrations() ([]cpid.Migration, error) { return cpid.ReadMigrations(migrationFS, "migrations") }

@@ -13,8 +13,8 @@ import (
 const insertAudit = `INSERT OR IGNORE INTO audit_events(
 	hash, audit_id, stage, level, verb, request_uri, api_group, api_version, resource, subresource,
 	namespace, name, uid, resource_version, username, user_agent, source_ips, code, received_ns, stage_ns,
-	cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster)
-VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?)`
+	cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster, traceparent)
+VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?)`
 
 const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line, cluster)
 VALUES (?,?,?,?,?,?,?,?,?,?)`
@@ -89,7 +89,7 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 					a.APIGroup, a.APIVersion, a.Resource, a.Subresource, a.Namespace, a.Name, a.UID,
 					a.ResourceVersion, a.Username, a.UserAgent, cpid.JSONStrings(a.SourceIPs), nullInt(a.Code),
 					a.ReceivedNS, a.StageNS, nullString(a.CPID), cpid.JSONStrings(a.CPIDAncestors),
-					cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), a.Redacted, fid, a.Line, cluster)
+					cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), a.Redacted, fid, a.Line, cluster, nullString(a.Traceparent))
 				if err != nil {
 					return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
 				}

@@ -21,7 +21,7 @@ func init() {
 }
 
 func runStamp(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "stamp", "-f FILE|- [--log FILE] [--service NAME] [--merge [--max-ancestors N]]", strings.TrimSpace(`
+	fs := newFlags(e, "stamp", "-f FILE|- [--log FILE] [--service NAME] [--merge [--max-ancestors N]] [--traceparent TP]", strings.TrimSpace(`
 Reads manifests (YAML or JSON, several documents, v1 List objects too), gives
 each object a fresh root CPID in its v1.cpid.dev/cpid annotation (removing any
 stale v1.cpid.dev/ancestors), prints the manifests to standard output and
@@ -37,6 +37,18 @@ new CPID then lists its previous one among its ancestors (at most
 --max-ancestors), so controllers can reuse it instead of merging again. The
 root and the merge mergelogs both go to --log.
 
+Run from a traced client (a CI job, a GitOps controller), stamp also writes
+the client's W3C trace context into tracing.k8s.io/traceparent (the
+annotation KEP-5915 proposes): --traceparent, or else the TRACEPARENT
+environment variable as OpenTelemetry's environment carrier sets it. The
+change then keeps that trace id: query changes shows it and exports put
+the change's spans in that trace, under the client's span. Without one, a
+traceparent the object already carries is removed: it belongs to the
+change that wrote the object before.
+
+  TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 \
+    cpid-tui stamp -f app.yaml | kubectl apply -f -
+
 YAML comes out as YAML (comments are not kept, keys are sorted), JSON as JSON.
 If any document is bad, each bad one is reported with its number and line,
 and nothing is written.`))
@@ -45,6 +57,7 @@ and nothing is written.`))
 	service := fs.String("service", "cpid-tui", "service name written in the mergelogs")
 	merge := fs.Bool("merge", false, "merge the fresh root with the context the object already carries")
 	maxAnc := fs.Int("max-ancestors", instrument.DefaultMaxAncestors, "with --merge: N, the most ancestor CPIDs kept")
+	traceFlag := fs.String("traceparent", "", "W3C traceparent of the client's span to write in "+instrument.KeyTraceparent+" (default $TRACEPARENT)")
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -52,6 +65,11 @@ and nothing is written.`))
 	if *file == "" || len(rest) > 0 {
 		fmt.Fprintln(e.stderr, "cpid-tui stamp: want -f FILE or -f -, and no other argument")
 		fs.Usage()
+		return errUsage
+	}
+	trace, err := stampTrace(*traceFlag)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cpid-tui stamp: %v\n", err)
 		return errUsage
 	}
 
@@ -119,6 +137,13 @@ and nothing is written.`))
 		} else {
 			delete(ann, instrument.KeyAncestors)
 		}
+		if !trace.IsZero() {
+			ann[instrument.KeyTraceparent] = trace.String()
+		} else {
+			// The span that wrote the object last is not this change's
+			// parent: a stale trace context goes as stale ancestors do.
+			delete(ann, instrument.KeyTraceparent)
+		}
 
 		where := ref.Name
 		if where == "" {
@@ -155,6 +180,23 @@ and nothing is written.`))
 	}
 	_, err = e.stdout.Write(buf.Bytes())
 	return err
+}
+
+// stampTrace returns the traceparent stamp writes: flag's, else the
+// TRACEPARENT environment variable's, else none.
+func stampTrace(flag string) (instrument.Traceparent, error) {
+	v, from := flag, "--traceparent"
+	if v == "" {
+		v, from = os.Getenv("TRACEPARENT"), "TRACEPARENT"
+	}
+	if v == "" {
+		return instrument.Traceparent{}, nil
+	}
+	tp, err := instrument.ParseTraceparent(strings.TrimSpace(v))
+	if err != nil {
+		return tp, fmt.Errorf("%s %q: %w", from, v, err)
+	}
+	return tp, nil
 }
 
 // manifest is one document of a manifest file.

@@ -257,3 +257,58 @@ func TestStampMerge(t *testing.T) {
 		})
 	}
 }
+
+// TestStampTraceparent: a traced client's W3C trace context goes into
+// tracing.k8s.io/traceparent of every object, from --traceparent or the
+// TRACEPARENT environment variable, and a stale one goes; a malformed one
+// is a usage error that writes nothing.
+func TestStampTraceparent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	in := `{"apiVersion":"v1","kind":"List","items":[` +
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"tracing.k8s.io/traceparent":"` + other + `"}}},` +
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}]}`
+	annotations := func(out string) []map[string]string {
+		var list struct {
+			Items []struct {
+				Metadata struct{ Annotations map[string]string }
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		var anns []map[string]string
+		for _, it := range list.Items {
+			anns = append(anns, it.Metadata.Annotations)
+		}
+		return anns
+	}
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		want      []string // traceparent of each object
+	}{
+		{"none: a stale one is removed", "", nil, []string{"", ""}},
+		{"flag", "", []string{"--traceparent", tp}, []string{tp, tp}},
+		{"environment", tp, nil, []string{tp, tp}},
+		{"flag over environment", other, []string{"--traceparent", tp}, []string{tp, tp}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("TRACEPARENT", c.env)
+			code, out, errOut := runStampCmd(t, in, append([]string{"stamp", "-f", "-"}, c.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for i, ann := range annotations(out) {
+				if ann[instrument.KeyTraceparent] != c.want[i] || ann[instrument.KeyCPID] == "" {
+					t.Errorf("object %d: annotations %v, want traceparent %q and a CPID", i, ann, c.want[i])
+				}
+			}
+		})
+	}
+	t.Setenv("TRACEPARENT", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01")
+	code, out, errOut := runStampCmd(t, in, "stamp", "-f", "-")
+	if code != 2 || out != "" || !strings.Contains(errOut, "TRACEPARENT") || !strings.Contains(errOut, "trace-id") {
+		t.Fatalf("malformed TRACEPARENT: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+}
