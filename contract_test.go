@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,23 @@ func TestContractRead(t *testing.T) {
 			if len(changes) == 0 {
 				t.Fatal("no change")
 			}
+			// Every filter of ChangeQuery, and prefixes of ids.
+			mid := changes[len(changes)/2]
+			for name, q := range map[string]cpid.ChangeQuery{
+				"of deployments in default by a controller": {Namespace: "default", Writer: "CONTROLLER", MinDurationNS: 1,
+					Kind: &cpid.ResourceMatch{Resources: []string{"deployments", "deployment"}, Group: "apps"}},
+				"of any group's deployments by an admin": {User: "Admin", Kind: &cpid.ResourceMatch{Resources: []string{"deployments"}, AnyGroup: true}},
+				"in a window":       {SinceNS: mid.StartedNS, UntilNS: changes[0].StartedNS + 1, Trigger: cpid.TriggerUser},
+				"by prefix":         {IDPrefix: mid.ID[:1]},
+				"by the whole id":   {IDPrefix: mid.ID},
+				"by an unknown one": {IDPrefix: "zz"},
+			} {
+				q.Limit = 1000
+				got := read("changes "+name, func(r cpid.ChangeReader) (any, error) { return r.Changes(ctx, q) }).([]cpid.ChangeRow)
+				if q.IDPrefix == mid.ID && (len(got) != 1 || got[0].ID != mid.ID) {
+					t.Errorf("changes by the id %s: %v", mid.ID, got)
+				}
+			}
 			for _, c := range changes {
 				id := c.ID
 				tl := read("timeline "+id, func(r cpid.ChangeReader) (any, error) { return r.Timeline(ctx, id) }).([]cpid.TimelineEntry)
@@ -300,6 +318,26 @@ func TestContractRead(t *testing.T) {
 						read("revisions of "+k.String(), func(r cpid.ChangeReader) (any, error) {
 							revs, more, err := r.ObjectRevisions(ctx, k, 5)
 							return []any{revs, more}, err
+						})
+						read("objects named "+k.Name, func(r cpid.ChangeReader) (any, error) {
+							return r.Objects(ctx, cpid.ObjectQuery{ResourceMatch: cpid.ResourceMatch{Resources: []string{k.Resource, "x"}, AnyGroup: true},
+								Name: k.Name, AllNamespaces: true})
+						})
+						read("the object "+k.String(), func(r cpid.ChangeReader) (any, error) {
+							return r.Objects(ctx, cpid.ObjectQuery{ResourceMatch: cpid.ResourceMatch{Resources: []string{k.Resource}, Group: k.Group},
+								Name: k.Name, Namespace: k.Namespace})
+						})
+						hist := read("history of "+k.String(), func(r cpid.ChangeReader) (any, error) {
+							ws, more, err := r.ObjectHistory(ctx, cpid.HistoryQuery{Object: k, Bodies: true})
+							return []any{ws, more}, err
+						}).([]any)[0].([]cpid.ObjectWrite)
+						if !slices.ContainsFunc(hist, func(w cpid.ObjectWrite) bool { return w.EventID == e.EventID && w.Change == id }) {
+							t.Errorf("history of %s lacks write %d of change %s", k, e.EventID, id)
+						}
+						read("filtered history of "+k.String(), func(r cpid.ChangeReader) (any, error) {
+							ws, more, err := r.ObjectHistory(ctx, cpid.HistoryQuery{Object: k, Limit: 2, SinceNS: e.NS, UntilNS: e.NS + 1e9,
+								Writer: "CONTROLLER", User: "system", Trigger: cpid.TriggerUser})
+							return []any{ws, more}, err
 						})
 					}
 					if e.CPID != "" {

@@ -26,6 +26,25 @@ type ChangeQuery struct {
 	Sort   string
 	Limit  int
 	Offset int
+	// IDPrefix keeps the changes whose id starts with it: a unique prefix
+	// names one change.
+	IDPrefix string
+	// SinceNS and UntilNS keep the changes started in [SinceNS, UntilNS);
+	// 0 leaves that side open.
+	SinceNS, UntilNS int64
+	// Namespace keeps the changes whose first write is in that namespace.
+	Namespace string
+	// Kind keeps the changes whose first write is of that resource (nil:
+	// any).
+	Kind *ResourceMatch
+	// User keeps the changes whose user's name contains it, Writer those
+	// with a write by a writer whose name contains it (case-insensitive).
+	User, Writer string
+	// MinDurationNS keeps the changes that took at least this long from
+	// their start to their last write.
+	MinDurationNS int64
+	// Trigger keeps the changes that this started.
+	Trigger Trigger
 }
 
 // ChangeRow is one root change as the changes query lists it.
@@ -255,6 +274,13 @@ type ChangeReader interface {
 	// ObjectRevisions returns the last limit writes of an object and
 	// whether earlier ones were left out.
 	ObjectRevisions(ctx context.Context, o ObjectKey, limit int) ([]Revision, bool, error)
+	// Objects finds the objects with writes that a reference may name,
+	// ordered by cluster, group, resource, namespace.
+	Objects(ctx context.Context, q ObjectQuery) ([]ObjectMatch, error)
+	// ObjectHistory returns the writes of one object in the order
+	// reconstruct gave them (seq), each with its change and cause, and
+	// whether earlier ones were left out by the limit.
+	ObjectHistory(ctx context.Context, q HistoryQuery) ([]ObjectWrite, bool, error)
 	Timeline(ctx context.Context, change string) ([]TimelineEntry, error)
 	// Related returns every CPID that descends from cpid, itself included;
 	// Origins every CPID it descends from.

@@ -69,19 +69,52 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 }
 
 // filter is the WHERE clause of a changes listing: the view's cluster and
-// ChangeQuery.Filter, with its arguments numbered from $1.
-func (s *Store) filter(text string) (string, []any) {
+// a ChangeQuery's filters, with its arguments numbered from $1.
+func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 	var conds []string
 	var args []any
-	if s.cluster != "" {
-		args = append(args, s.cluster)
-		conds = append(conds, fmt.Sprintf("c.cluster = $%d", len(args)))
+	// add appends a condition whose %[1]d is its argument's number.
+	add := func(cond string, a any) {
+		args = append(args, a)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
 	}
-	if text != "" {
-		args = append(args, "%"+strings.ToLower(text)+"%")
-		n := len(args)
-		conds = append(conds, fmt.Sprintf(`(lower(c.namespace) LIKE $%[1]d OR lower(c.name) LIKE $%[1]d
-			OR lower(c.resource) LIKE $%[1]d OR lower(c."user") LIKE $%[1]d OR c.id LIKE $%[1]d OR lower(c.cluster) LIKE $%[1]d)`, n))
+	if s.cluster != "" {
+		add(`c.cluster = $%[1]d`, s.cluster)
+	}
+	if q.Filter != "" {
+		add(`(lower(c.namespace) LIKE $%[1]d OR lower(c.name) LIKE $%[1]d
+			OR lower(c.resource) LIKE $%[1]d OR lower(c."user") LIKE $%[1]d OR c.id LIKE $%[1]d OR lower(c.cluster) LIKE $%[1]d)`,
+			"%"+strings.ToLower(q.Filter)+"%")
+	}
+	if q.IDPrefix != "" {
+		add(`starts_with(c.id, $%[1]d)`, q.IDPrefix)
+	}
+	if q.SinceNS != 0 {
+		add(`c.started_ns >= $%[1]d`, q.SinceNS)
+	}
+	if q.UntilNS != 0 {
+		add(`c.started_ns < $%[1]d`, q.UntilNS)
+	}
+	if q.Namespace != "" {
+		add(`c.namespace = $%[1]d`, q.Namespace)
+	}
+	if k := q.Kind; k != nil {
+		add(`c.resource = ANY($%[1]d)`, k.Resources)
+		if !k.AnyGroup {
+			add(`c.api_group = $%[1]d`, k.Group)
+		}
+	}
+	if q.User != "" {
+		add(`strpos(lower(c."user"), $%[1]d) > 0`, strings.ToLower(q.User))
+	}
+	if q.Writer != "" {
+		add(`c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND strpos(lower(writer), $%[1]d) > 0)`, strings.ToLower(q.Writer))
+	}
+	if q.MinDurationNS != 0 {
+		add(`c.settled_ns - c.started_ns >= $%[1]d`, q.MinDurationNS)
+	}
+	if q.Trigger != "" {
+		add(`c.trigger = $%[1]d`, string(q.Trigger))
 	}
 	if len(conds) == 0 {
 		return "", nil
@@ -91,7 +124,7 @@ func (s *Store) filter(text string) (string, []any) {
 
 // CountChanges counts the changes Changes lists for the same filter.
 func (s *Store) CountChanges(ctx context.Context, text string) (int, error) {
-	where, args := s.filter(text)
+	where, args := s.filter(cpid.ChangeQuery{Filter: text})
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count changes: %w", err)
@@ -110,7 +143,7 @@ func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeR
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
-	where, args := s.filter(q.Filter)
+	where, args := s.filter(q)
 	args = append(args, q.Limit, q.Offset)
 	var ids []string
 	var out []cpid.ChangeRow

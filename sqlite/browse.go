@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -34,7 +35,7 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 
 // CountChanges counts the changes that Changes lists for the same filter.
 func (s *Store) CountChanges(ctx context.Context, filter string) (int, error) {
-	where, args := s.changeFilter(filter)
+	where, args := s.changeFilter(cpid.ChangeQuery{Filter: filter})
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count changes: %w", err)
@@ -42,19 +43,49 @@ func (s *Store) CountChanges(ctx context.Context, filter string) (int, error) {
 	return n, nil
 }
 
-// changeFilter is the WHERE clause of ChangeQuery.Filter within the view's
-// cluster.
-func (s *Store) changeFilter(filter string) (string, []any) {
+// changeFilter is the WHERE clause of a ChangeQuery's filters within the
+// view's cluster.
+func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 	var conds []string
 	var args []any
+	add := func(cond string, a ...any) { conds, args = append(conds, cond), append(args, a...) }
 	if s.cluster != "" {
-		conds, args = append(conds, `c.cluster = ?`), append(args, s.cluster)
+		add(`c.cluster = ?`, s.cluster)
 	}
-	if filter != "" {
-		f := "%" + strings.ToLower(filter) + "%"
-		conds = append(conds, `(lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ?
-			OR c.id LIKE ? OR lower(c.cluster) LIKE ?)`)
-		args = append(args, f, f, f, f, f, f)
+	if q.Filter != "" {
+		f := "%" + strings.ToLower(q.Filter) + "%"
+		add(`(lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ?
+			OR c.id LIKE ? OR lower(c.cluster) LIKE ?)`, f, f, f, f, f, f)
+	}
+	if q.IDPrefix != "" {
+		add(`substr(c.id, 1, ?) = ?`, utf8.RuneCountInString(q.IDPrefix), q.IDPrefix)
+	}
+	if q.SinceNS != 0 {
+		add(`c.started_ns >= ?`, q.SinceNS)
+	}
+	if q.UntilNS != 0 {
+		add(`c.started_ns < ?`, q.UntilNS)
+	}
+	if q.Namespace != "" {
+		add(`c.namespace = ?`, q.Namespace)
+	}
+	if k := q.Kind; k != nil {
+		add(`c.resource IN (`+placeholders(len(k.Resources))+`)`, strArgs(k.Resources)...)
+		if !k.AnyGroup {
+			add(`c.api_group = ?`, k.Group)
+		}
+	}
+	if q.User != "" {
+		add(`instr(lower(c.user), ?) > 0`, strings.ToLower(q.User))
+	}
+	if q.Writer != "" {
+		add(`c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND instr(lower(writer), ?) > 0)`, strings.ToLower(q.Writer))
+	}
+	if q.MinDurationNS != 0 {
+		add(`c.settled_ns - c.started_ns >= ?`, q.MinDurationNS)
+	}
+	if q.Trigger != "" {
+		add(`c.trigger = ?`, string(q.Trigger))
 	}
 	if len(conds) == 0 {
 		return "", nil
@@ -80,7 +111,7 @@ func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeR
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
-	where, args := s.changeFilter(q.Filter)
+	where, args := s.changeFilter(q)
 	args = append(args, q.Limit, q.Offset)
 	var ids []string
 	var rows []cpid.ChangeRow

@@ -126,6 +126,11 @@ func skipString(s string, i int) int {
 // Printable, so that no view can forget one.
 type printableReader struct{ st cpid.ChangeReader }
 
+// PrintableReader returns a ChangeReader whose every answer is made
+// Printable, as the views read it: for other renderings of the same data
+// (cpid-tui report).
+func PrintableReader(st cpid.ChangeReader) cpid.ChangeReader { return printableReader{st} }
+
 // clean makes every string and []byte that v points to (through structs,
 // slices, arrays, maps and pointers) Printable, in place.
 func clean(v reflect.Value) {
@@ -222,6 +227,16 @@ func (p printableReader) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, 
 	rs, more, err := p.st.ObjectRevisions(ctx, o, limit)
 	rs, _ = printed(rs, nil)
 	return rs, more, err
+}
+
+func (p printableReader) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
+	return printed(p.st.Objects(ctx, q))
+}
+
+func (p printableReader) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.ObjectWrite, bool, error) {
+	ws, more, err := p.st.ObjectHistory(ctx, q)
+	ws, _ = printed(ws, nil)
+	return ws, more, err
 }
 
 func (p printableReader) Timeline(ctx context.Context, change string) ([]cpid.TimelineEntry, error) {

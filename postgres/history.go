@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// Objects finds the objects with writes that a reference may name
+// (cpid.ChangeReader), in the view's cluster, or in the object's when a
+// view of every cluster.
+func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
+	if len(q.Resources) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, count(*), min(r.stage_ns), max(r.stage_ns)
+		FROM revisions r WHERE r.name = $1 AND r.resource = ANY($2) AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6)
+		  AND ($7 = '' OR r.cluster = $7)
+		GROUP BY r.cluster, r.api_group, r.resource, r.namespace
+		ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C"`,
+		q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.ObjectMatch, error) {
+		m := cpid.ObjectMatch{ObjectKey: cpid.ObjectKey{Name: q.Name}}
+		err := row.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Writes, &m.FirstNS, &m.LastNS)
+		return m, err
+	})
+}
+
+// ObjectHistory returns the writes of one object (cpid.ChangeReader): the
+// last q.Limit that the filters keep, in the order reconstruct gave them,
+// each with its change, what started that change, and its cause.
+func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.ObjectWrite, bool, error) {
+	o := q.Object
+	cluster := o.Cluster
+	if cluster == "" {
+		cluster = s.cluster
+	}
+	bodies, join := `'', ''`, ``
+	if q.Bodies {
+		bodies, join = `COALESCE(b.response_object, ''), COALESCE(b.request_object, '')`, `LEFT JOIN audit_bodies b ON b.event_id = r.event_id`
+	}
+	var limit *int // NULL: no limit
+	if q.Limit > 0 {
+		n := q.Limit + 1
+		limit = &n
+	}
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (
+		SELECT r.event_id, r.cluster, r.seq, r.order_by, r.stage_ns, e.received_ns, e.verb, e.subresource, COALESCE(e.code, 0),
+		       r.attempt <> 0 AS attempt, e.level, e.resource_version, r.writer, r.writer_is_user <> 0, e.username, e.user_agent,
+		       COALESCE(r.cpid, ''), COALESCE(r.cpid_origin, ''), COALESCE(r.change_id, ''), COALESCE(c.trigger, ''),
+		       COALESCE(c.trigger_detail, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
+		       COALESCE(ce.stage_ns, 0), COALESCE(cr.writer, ''), COALESCE(ce.verb, ''), COALESCE(ce.subresource, ''),
+		       COALESCE(ce.api_group, ''), COALESCE(ce.resource, ''), COALESCE(ce.namespace, ''), COALESCE(ce.name, ''),
+		       COALESCE(r.hop_ns, 0), COALESCE(r.explain, ''), COALESCE(r.explain_detail, ''), COALESCE(r.confidence, ''), `+bodies+`
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		LEFT JOIN changes c ON c.id = r.change_id
+		LEFT JOIN audit_events ce ON ce.id = r.cause_event_id
+		LEFT JOIN revisions cr ON cr.event_id = r.cause_event_id `+join+`
+		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
+		  AND ($6::bigint = 0 OR r.stage_ns >= $6) AND ($7::bigint = 0 OR r.stage_ns < $7)
+		  AND ($8 = '' OR strpos(lower(r.writer), $8) > 0) AND ($9 = '' OR strpos(lower(e.username), $9) > 0)
+		  AND ($10 = '' OR c.trigger = $10)
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $11) last
+		ORDER BY seq, attempt, stage_ns, event_id`,
+		o.Resource, o.Namespace, o.Name, o.Group, cluster, q.SinceNS, q.UntilNS, strings.ToLower(q.Writer), strings.ToLower(q.User),
+		string(q.Trigger), limit)
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", o, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.ObjectWrite, error) {
+		var w cpid.ObjectWrite
+		var c cpid.WriteRef
+		err := row.Scan(&w.EventID, &w.Cluster, &w.Seq, &w.OrderBy, &w.NS, &w.ReceivedNS, &w.Verb, &w.Subresource, &w.Code,
+			&w.Attempt, &w.Level, &w.ResourceVersion, &w.Writer, &w.WriterIsUser, &w.User, &w.UserAgent,
+			&w.CPID, &w.Origin, &w.Change, &w.Trigger, &w.TriggerDetail, &w.Rule, &c.EventID,
+			&c.NS, &c.Writer, &c.Verb, &c.Subresource, &c.APIGroup, &c.Resource, &c.Namespace, &c.Name,
+			&w.HopNS, &w.Explain, &w.ExplainDetail, &w.Confidence, &w.Object, &w.Request)
+		if c.EventID != 0 {
+			w.Cause = &c
+		}
+		if w.Object != "" && (w.Attempt || !cpid.IsObjectBody(w.Subresource, []byte(w.Object))) {
+			w.Object = ""
+		}
+		return w, err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", o, err)
+	}
+	more := q.Limit > 0 && len(out) > q.Limit
+	if more {
+		out = out[1:]
+	}
+	return out, more, nil
+}

@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// Objects finds the objects with writes that a reference may name
+// (cpid.ChangeReader), in the view's cluster, or in the object's when a
+// view of every cluster.
+func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
+	if len(q.Resources) == 0 {
+		return nil, nil
+	}
+	conds := []string{`r.name = ?`, `r.resource IN (` + placeholders(len(q.Resources)) + `)`}
+	args := append([]any{q.Name}, strArgs(q.Resources)...)
+	if !q.AnyGroup {
+		conds, args = append(conds, `r.api_group = ?`), append(args, q.Group)
+	}
+	if !q.AllNamespaces {
+		conds, args = append(conds, `r.namespace = ?`), append(args, q.Namespace)
+	}
+	if s.cluster != "" {
+		conds, args = append(conds, `r.cluster = ?`), append(args, s.cluster)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, count(*), min(r.stage_ns), max(r.stage_ns)
+		FROM revisions r WHERE `+strings.Join(conds, " AND ")+`
+		GROUP BY r.cluster, r.api_group, r.resource, r.namespace ORDER BY 1, 2, 3, 4`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
+	}
+	defer rows.Close()
+	var out []cpid.ObjectMatch
+	for rows.Next() {
+		m := cpid.ObjectMatch{ObjectKey: cpid.ObjectKey{Name: q.Name}}
+		if err := rows.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Writes, &m.FirstNS, &m.LastNS); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// ObjectHistory returns the writes of one object (cpid.ChangeReader): the
+// last q.Limit that the filters keep, in the order reconstruct gave them,
+// each with its change, what started that change, and its cause.
+func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.ObjectWrite, bool, error) {
+	o := q.Object
+	conds := []string{`r.resource = ?`, `r.namespace = ?`, `r.name = ?`, `r.api_group = ?`}
+	args := []any{o.Resource, o.Namespace, o.Name, o.Group}
+	cluster := o.Cluster
+	if cluster == "" {
+		cluster = s.cluster
+	}
+	if cluster != "" {
+		conds, args = append(conds, `r.cluster = ?`), append(args, cluster)
+	}
+	if q.SinceNS != 0 {
+		conds, args = append(conds, `r.stage_ns >= ?`), append(args, q.SinceNS)
+	}
+	if q.UntilNS != 0 {
+		conds, args = append(conds, `r.stage_ns < ?`), append(args, q.UntilNS)
+	}
+	if q.Writer != "" {
+		conds, args = append(conds, `instr(lower(r.writer), ?) > 0`), append(args, strings.ToLower(q.Writer))
+	}
+	if q.User != "" {
+		conds, args = append(conds, `instr(lower(e.username), ?) > 0`), append(args, strings.ToLower(q.User))
+	}
+	if q.Trigger != "" {
+		conds, args = append(conds, `c.trigger = ?`), append(args, string(q.Trigger))
+	}
+	bodies, join := `'', ''`, ``
+	if q.Bodies {
+		bodies, join = `COALESCE(b.response_object, ''), COALESCE(b.request_object, '')`, `LEFT JOIN audit_bodies b ON b.event_id = r.event_id`
+	}
+	limit := -1 // SQLite: no limit
+	if q.Limit > 0 {
+		limit = q.Limit + 1
+	}
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT * FROM (
+		SELECT r.event_id, r.cluster, r.seq, r.order_by, r.stage_ns, e.received_ns, e.verb, e.subresource, COALESCE(e.code, 0),
+		       r.attempt, e.level, e.resource_version, r.writer, r.writer_is_user, e.username, e.user_agent,
+		       COALESCE(r.cpid, ''), COALESCE(r.cpid_origin, ''), COALESCE(r.change_id, ''), COALESCE(c.trigger, ''),
+		       COALESCE(c.trigger_detail, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
+		       COALESCE(ce.stage_ns, 0), COALESCE(cr.writer, ''), COALESCE(ce.verb, ''), COALESCE(ce.subresource, ''),
+		       COALESCE(ce.api_group, ''), COALESCE(ce.resource, ''), COALESCE(ce.namespace, ''), COALESCE(ce.name, ''),
+		       COALESCE(r.hop_ns, 0), COALESCE(r.explain, ''), COALESCE(r.explain_detail, ''), COALESCE(r.confidence, ''), `+bodies+`
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		LEFT JOIN changes c ON c.id = r.change_id
+		LEFT JOIN audit_events ce ON ce.id = r.cause_event_id
+		LEFT JOIN revisions cr ON cr.event_id = r.cause_event_id `+join+`
+		WHERE `+strings.Join(conds, " AND ")+`
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?)
+		ORDER BY seq, attempt, stage_ns, event_id`, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", o, err)
+	}
+	defer rows.Close()
+	var out []cpid.ObjectWrite
+	for rows.Next() {
+		var w cpid.ObjectWrite
+		var c cpid.WriteRef
+		if err := rows.Scan(&w.EventID, &w.Cluster, &w.Seq, &w.OrderBy, &w.NS, &w.ReceivedNS, &w.Verb, &w.Subresource, &w.Code,
+			&w.Attempt, &w.Level, &w.ResourceVersion, &w.Writer, &w.WriterIsUser, &w.User, &w.UserAgent,
+			&w.CPID, &w.Origin, &w.Change, &w.Trigger, &w.TriggerDetail, &w.Rule, &c.EventID,
+			&c.NS, &c.Writer, &c.Verb, &c.Subresource, &c.APIGroup, &c.Resource, &c.Namespace, &c.Name,
+			&w.HopNS, &w.Explain, &w.ExplainDetail, &w.Confidence, &w.Object, &w.Request); err != nil {
+			return nil, false, err
+		}
+		if c.EventID != 0 {
+			w.Cause = &c
+		}
+		if w.Object != "" && (w.Attempt || !cpid.IsObjectBody(w.Subresource, []byte(w.Object))) {
+			w.Object = ""
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	more := q.Limit > 0 && len(out) > q.Limit
+	if more {
+		out = out[1:]
+	}
+	return out, more, nil
+}
