@@ -18,7 +18,9 @@ type Context struct {
 	// (KEP-5915), zero when none: the span of a traced client or
 	// controller that wrote it. cpid does not start OpenTelemetry spans of
 	// its own, so Merge carries a cause's Trace on unchanged and what a
-	// traced client started keeps its trace id downstream.
+	// traced client started keeps its trace id downstream. It is a hint:
+	// an object's own trace stays when an untraced cause merges into it;
+	// reconstruct ties a change to a trace by its root write alone.
 	Trace Traceparent
 }
 

@@ -68,7 +68,7 @@ func TestTraceAnnotation(t *testing.T) {
 }
 
 // TestMergeTrace: the merged context carries the trace of the last context
-// (the object's own first, then its causes) whose CPID it reuses or merges.
+// with a CPID and a trace (the object's own first, then its causes).
 func TestMergeTrace(t *testing.T) {
 	old, fresh := traced(0x01), traced(0x02)
 	with := func(s string, tp instrument.Traceparent) instrument.Context {
@@ -84,8 +84,10 @@ func TestMergeTrace(t *testing.T) {
 		{name: "reused CPID keeps its trace", in: []instrument.Context{with("a", old)}, want: old},
 		{name: "reused cause's trace wins over the own one it descends from",
 			in: []instrument.Context{with("a", old), with("g:a", fresh)}, want: fresh},
-		{name: "a context that is only an ancestor gives no trace",
-			in: []instrument.Context{with("a", old), tc("g:a")}, want: instrument.Traceparent{}},
+		{name: "an untraced cause keeps the object's trace",
+			in: []instrument.Context{with("a", old), tc("g:a")}, want: old},
+		{name: "a traced cause that changed only the trace wins",
+			in: []instrument.Context{with("g:a", old), with("a", fresh)}, want: fresh},
 		{name: "a merge takes the last source with a trace",
 			in: []instrument.Context{with("a", old), with("b", fresh)}, want: fresh},
 		{name: "a merge with one traced source",

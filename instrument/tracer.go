@@ -156,9 +156,10 @@ func (t *Tracer) Root(obj ObjectRef) Context {
 // are ignored; if none has one, Merge returns the zero Context.
 //
 // The result's ancestors are the closest first, at most N. Its Trace is the
-// W3C trace context of the last context (in the order given: the object's
-// own first, then its causes) that has one and whose CPID the result is or
-// descends from directly: what a traced client started stays in its trace.
+// W3C trace context of the last context with a CPID that has one, in the
+// order given: the object's own context first, then its causes, so that a
+// cause's trace wins and what a traced client started stays in its trace,
+// even when the client changed only the traceparent and not the CPID.
 func (t *Tracer) Merge(obj ObjectRef, ctxs ...Context) Context {
 	c, m, ok := t.Plan(obj, ctxs...)
 	if ok {
@@ -190,7 +191,7 @@ func (t *Tracer) Plan(obj ObjectRef, ctxs ...Context) (Context, Mergelog, bool) 
 		return Context{}, Mergelog{}, false
 	case 1:
 		t.reused.Add(1)
-		c := Context{CPID: only.id, Trace: traceOf(g, ctxs)}
+		c := Context{CPID: only.id, Trace: traceOf(ctxs)}
 		if m := min(len(only.anc), t.n); m > 0 {
 			c.Ancestors = append(make([]ID, 0, m), only.anc[:m]...)
 		}
@@ -233,21 +234,14 @@ func (t *Tracer) Plan(obj ObjectRef, ctxs ...Context) (Context, Mergelog, bool) 
 	if len(anc) == 0 {
 		anc = nil
 	}
-	return Context{CPID: id, Ancestors: anc, Trace: traceOf(g, ctxs)}, m, true
+	return Context{CPID: id, Ancestors: anc, Trace: traceOf(ctxs)}, m, true
 }
 
-// traceOf returns the Trace of the last of ctxs that has one and whose CPID
-// is a live node of g: the reused CPID, or a source of the new one.
-func traceOf(g *graph, ctxs []Context) Traceparent {
+// traceOf returns the Trace of the last of ctxs with a CPID that has one.
+func traceOf(ctxs []Context) Traceparent {
 	for i := len(ctxs) - 1; i >= 0; i-- {
-		c := &ctxs[i]
-		if c.Trace.IsZero() || c.IsZero() {
-			continue
-		}
-		for j := range g.nodes {
-			if n := &g.nodes[j]; !n.dead && n.id == c.CPID {
-				return c.Trace
-			}
+		if c := &ctxs[i]; !c.Trace.IsZero() && !c.IsZero() {
+			return c.Trace
 		}
 	}
 	return Traceparent{}

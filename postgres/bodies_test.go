@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -56,31 +57,9 @@ func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
 	if err := old.migrateTo(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	copyTable := func(table, query string) {
-		rows, err := src.pool.Query(ctx, query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cols []string
-		for _, f := range rows.FieldDescriptions() {
-			cols = append(cols, f.Name)
-		}
-		var vals [][]any
-		for rows.Next() {
-			v, err := rows.Values()
-			if err != nil {
-				t.Fatal(err)
-			}
-			vals = append(vals, v)
-		}
-		rows.Close()
-		if _, err := pool.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(vals)); err != nil {
-			t.Fatalf("copy %s: %v", table, err)
-		}
-	}
-	copyTable("files", `SELECT * FROM files`)
-	copyTable("audit_events", `SELECT * FROM audit_events`)
-	copyTable("audit_bodies", `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
+	copyTable(t, src, pool, "files", `SELECT * FROM files`)
+	copyTable(t, src, pool, "audit_events", `SELECT * FROM audit_events`, "traceparent")
+	copyTable(t, src, pool, "audit_bodies", `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
 	pool.Close()
 
 	s, err := Open(ctx, dsn)
@@ -110,5 +89,98 @@ func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
 	s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'audit_bodies_v7')`).Scan(&legacy)
 	if legacy {
 		t.Error("audit_bodies_v7 left behind")
+	}
+}
+
+// copyTable copies the rows a query of src returns into table of pool,
+// leaving out the columns skip (those a database of an older schema has
+// not).
+func copyTable(t *testing.T, src *Store, pool *pgxpool.Pool, table, query string, skip ...string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := src.pool.Query(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	var keep []int
+	for i, f := range rows.FieldDescriptions() {
+		if !slices.Contains(skip, f.Name) {
+			cols, keep = append(cols, f.Name), append(keep, i)
+		}
+	}
+	var vals [][]any
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := make([]any, len(keep))
+		for j, i := range keep {
+			row[j] = v[i]
+		}
+		vals = append(vals, row)
+	}
+	rows.Close()
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(vals)); err != nil {
+		t.Fatalf("copy %s: %v", table, err)
+	}
+}
+
+// TestTraceparentMigrationBackfills: migration 0004 gives the events of a
+// database of schema v8 the traceparent their stored bodies carry, the same
+// that ingest stores today, on the real traced fixture.
+func TestTraceparentMigrationBackfills(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t)
+	if _, err := (&ingest.Ingester{Sink: src}).Run(ctx, []string{filepath.Join("..", "fixtures", "traced", "bundle")}); err != nil {
+		t.Fatal(err)
+	}
+	traceparents := func(s *Store) map[int64]string {
+		rows, err := s.pool.Query(ctx, `SELECT id, traceparent FROM audit_events WHERE traceparent IS NOT NULL`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int64]string{}
+		var id int64
+		var tp string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &tp}, func() error { out[id] = tp; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := traceparents(src)
+	if len(want) < 20 {
+		t.Fatalf("%d events with a traceparent in the traced fixture", len(want))
+	}
+
+	dsn := pgtest.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &Store{conns: &conns{pool: pool, dsn: dsn}}
+	if err := old.migrateTo(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	copyTable(t, src, pool, "files", `SELECT * FROM files`)
+	copyTable(t, src, pool, "audit_events", `SELECT * FROM audit_events`, "traceparent")
+	copyTable(t, src, pool, "body_blocks", `SELECT * FROM body_blocks`)
+	copyTable(t, src, pool, "audit_body_refs", `SELECT * FROM audit_body_refs`)
+	pool.Close()
+
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := traceparents(s)
+	if len(got) != len(want) {
+		t.Errorf("%d events with a traceparent after the migration, want %d", len(got), len(want))
+	}
+	for id, tp := range want {
+		if got[id] != tp {
+			t.Errorf("event %d: traceparent %q after the migration, want %q", id, got[id], tp)
+		}
 	}
 }

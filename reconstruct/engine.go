@@ -55,9 +55,9 @@ type Object struct {
 	// the audit log hides its conditions; its node agent has not written
 	// since.
 	marked bool
-	// trace is the traceparent the object carried after its latest
-	// successful write.
-	trace string
+	// trace and annCPID are the traceparent and the CPID annotation the
+	// object carried after its latest successful write.
+	trace, annCPID string
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -274,8 +274,10 @@ func (en *Engine) Process(e *Event) {
 	}
 	if root.trigger != "" {
 		w.CPIDOrigin = "root"
+		// The root's CPID is the one its writer stamped: a CPID the object
+		// carried already belongs to the change that put it there.
 		w.CPID = e.CPID
-		if w.CPID == "" || (o.last != nil && o.last.CPID == e.CPID) {
+		if w.CPID == "" || o.last != nil && (o.last.CPID == e.CPID || o.annCPID == e.CPID) {
 			w.CPID = e.AuditID
 		}
 		w.ChangeID = w.CPID
@@ -304,7 +306,7 @@ func (en *Engine) Process(e *Event) {
 		ref.ChangeStart = root.changeStart
 	}
 	o.prev, o.last = o.last, ref
-	o.trace = e.Traceparent
+	o.trace, o.annCPID = e.Traceparent, e.CPID
 	delete(o.failed, w.Writer.Name) // retried: the failure is explained
 	if en.epoch != "" {
 		en.epochs[en.epoch] = ref
@@ -620,7 +622,7 @@ func setTrace(o *Object, e *Event) string {
 		return e.Traceparent
 	case o.last == nil:
 		return "" // what the object carried before is not in the logs
-	case e.Traceparent != o.trace, e.CPID != "" && e.CPID != o.last.CPID:
+	case e.Traceparent != o.trace, e.CPID != "" && e.CPID != o.annCPID:
 		return e.Traceparent
 	}
 	return ""

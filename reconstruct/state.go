@@ -10,7 +10,7 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 5
+const stateVersion = 6
 
 type savedObject struct {
 	Key         cpid.ObjectKey
@@ -34,6 +34,8 @@ type savedObject struct {
 	Failed      map[string]failure `json:",omitempty"`
 	Deleted     bool               `json:",omitempty"`
 	Marked      bool               `json:",omitempty"`
+	Trace       string             `json:",omitempty"`
+	AnnCPID     string             `json:",omitempty"`
 }
 
 type savedState struct {
@@ -54,7 +56,7 @@ func (en *Engine) MarshalState() ([]byte, error) {
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
 			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
 			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
-			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, Marked: o.marked})
+			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, Marked: o.marked, Trace: o.trace, AnnCPID: o.annCPID})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
 	keys := make([]string, len(s.Objects))
@@ -91,7 +93,7 @@ func (en *Engine) RestoreState(b []byte) error {
 		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
 			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV, lastSource: so.LastSource,
 			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
-			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, marked: so.Marked}
+			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, marked: so.Marked, trace: so.Trace, annCPID: so.AnnCPID}
 		en.objects[o.Key] = o
 		if o.UID != "" {
 			en.byUID[o.UID] = o.Key

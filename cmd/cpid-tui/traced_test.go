@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestTracedFixture: on a recording where a traced CI job created a
+// Deployment (cpid-tui stamp with TRACEPARENT), an untraced user scaled it
+// and a traced GitOps tool without CPIDs scaled it again, each change
+// carries exactly the traceparent the ground truth gives its action (none
+// for the untraced one), and the instrumented controllers carried the
+// CI job's trace context on to every ReplicaSet and Pod the change wrote.
+func TestTracedFixture(t *testing.T) {
+	checkAttribution(t, "traced", 1, 1)
+
+	dir := "../../fixtures/traced"
+	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		Actions []struct {
+			ID          string
+			Traceparent string
+			StartNS     int64 `json:"start_ns"`
+			EndNS       int64 `json:"command_end_ns"`
+		}
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	dbPath := filepath.Join(t.TempDir(), "cpid.db")
+	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", filepath.Join(dir, "bundle")); code != 0 {
+		t.Fatalf("ingest: %d\n%s%s", code, out, e)
+	}
+	if code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath); code != 0 {
+		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
+	}
+	code, out, e := runCmd(t, nil, "query", "changes", "--db", dbPath, "--output", "json")
+	if code != 0 {
+		t.Fatalf("query changes: %d %s", code, e)
+	}
+	var changes []struct {
+		ID          string
+		StartedNS   int64 `json:"started_ns"`
+		Trigger     string
+		User        string
+		Traceparent string
+	}
+	if err := json.Unmarshal([]byte(out), &changes); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	db := openDB(t, dbPath)
+	traced := 0
+	for _, a := range tr.Actions {
+		var found []string
+		for _, c := range changes {
+			if c.Trigger == "user" && c.StartedNS >= a.StartNS && c.StartedNS <= a.EndNS {
+				found = append(found, c.ID)
+				if c.Traceparent != a.Traceparent {
+					t.Errorf("%s: change %s has traceparent %q, want %q", a.ID, c.ID, c.Traceparent, a.Traceparent)
+				}
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("%s: %d user changes in its window, want 1", a.ID, len(found))
+			continue
+		}
+		if a.Traceparent == "" {
+			continue
+		}
+		traced++
+		// The controllers' writes of the change went on in its trace:
+		// what they created, updated or patched. (A delete's object, a
+		// Binding, carries the trace context it had, or none.)
+		var writes, carried int
+		if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE e.traceparent = ?) FROM revisions r
+			JOIN audit_events e ON e.id = r.event_id
+			WHERE r.change_id = ? AND r.attempt = 0 AND r.writer_is_user = 0 AND r.resource IN ('replicasets', 'pods')
+			  AND e.verb IN ('create', 'update', 'patch') AND e.subresource != 'binding'`,
+			a.Traceparent, found[0]).Scan(&writes, &carried); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d of %d controller writes of ReplicaSets and Pods carry the action's traceparent", a.ID, carried, writes)
+		if writes == 0 || carried != writes {
+			t.Errorf("%s: %d of %d controller writes of ReplicaSets and Pods carry %s", a.ID, carried, writes, a.Traceparent)
+		}
+	}
+	if traced < 2 {
+		t.Errorf("the ground truth has %d traced actions, want 2", traced)
+	}
+}
