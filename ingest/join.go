@@ -67,6 +67,50 @@ type lineMeta struct {
 	wrap Format
 }
 
+// wrapMeta returns the line to push for raw, which CRI.Feed turned into
+// line, and what its wrapper says: the CRI stream and time of a klog line
+// (klogOpen: a klog record is open), or the time a CloudWatch export put
+// before it (removed from the line).
+func wrapMeta(raw, line []byte, klogOpen bool) ([]byte, lineMeta) {
+	m := lineMeta{cri: -1}
+	if len(line) != len(raw) || len(line) > 0 && &line[0] != &raw[0] {
+		m.wrap = FormatCRI
+		if klogOpen || isKlogHeader(line) {
+			// The stream and time of the wrapper: a klog record
+			// continues on its own stream, and is dated by it.
+			m.cri, _, _, _ = splitCRI(raw)
+			if i := bytes.IndexByte(raw, ' '); i > 0 {
+				m.ns, _ = parseTime(raw[:i], false)
+			}
+		}
+	} else if ns, rest, ok := cutExportTime(line); ok {
+		line, m.ns, m.wrap = rest, ns, FormatTimestamped
+	}
+	return line, m
+}
+
+// open returns the first line of what the joiner holds open (a klog text
+// record, a JSON document), 0 when none: where a reader that stops now
+// must start again.
+func (j *joiner) open() int {
+	switch {
+	case j.doc != nil:
+		return j.doc.first
+	case j.klogNum > 0:
+		return j.klogNum
+	}
+	return 0
+}
+
+// idle completes an open klog text record: the stream has nothing more for
+// now, and klog writes a record at once. A JSON document stays open.
+func (j *joiner) idle() {
+	j.out, j.arena = j.out[:0], j.arena[:0]
+	if j.klogNum > 0 {
+		j.flushKlog()
+	}
+}
+
 // push takes line num; j.out holds the records it completed, in order.
 func (j *joiner) push(line []byte, num int, m lineMeta) {
 	j.out, j.arena = j.out[:0], j.arena[:0]
@@ -113,7 +157,7 @@ func (j *joiner) push(line []byte, num int, m lineMeta) {
 		return
 	}
 	if t := trimSpace(line); len(t) == 1 && (t[0] == '[' || t[0] == '{') {
-		j.doc = &document{max: j.max, top: t[0], depth: 1, start: num}
+		j.doc = &document{max: j.max, top: t[0], depth: 1, start: num, first: num}
 		if t[0] == '[' {
 			j.doc.elems = 1
 		} else {
@@ -239,6 +283,7 @@ type document struct {
 	inStr bool
 	esc   bool
 	start int // first line of the record being gathered
+	first int // the document's first line
 
 	// elems is the depth inside the array whose elements are records; 0
 	// while the top-level object is gathered whole, -1 once that array

@@ -231,21 +231,9 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 		case !ok:
 			continue // a CRI partial: the rest follows
 		default:
-			m := lineMeta{cri: -1}
+			var m lineMeta
 			same := len(line) == len(raw) && (len(line) == 0 || &line[0] == &raw[0])
-			if !same {
-				m.wrap = FormatCRI
-				if j.klogNum > 0 || isKlogHeader(line) {
-					// The stream and time of the wrapper: a klog record
-					// continues on its own stream, and is dated by it.
-					m.cri, _, _, _ = splitCRI(raw)
-					if i := bytes.IndexByte(raw, ' '); i > 0 {
-						m.ns, _ = parseTime(raw[:i], false)
-					}
-				}
-			} else if ns, rest, ok := cutExportTime(line); ok {
-				line, m.ns, m.wrap = rest, ns, FormatTimestamped
-			}
+			line, m = wrapMeta(raw, line, j.klogNum > 0)
 			j.push(line, n, m)
 			err = put(owned && same)
 		}

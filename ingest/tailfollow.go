@@ -38,6 +38,16 @@ type follow struct {
 	criLine    int
 	criPending bool
 
+	// join gathers the records that span lines (a klog text record with a
+	// multi-line value) of the current file, as ingest does; while one is
+	// open the position stays at its first line (joinOff, joinLine). A klog
+	// record is completed when the file has nothing more for now.
+	join        joiner
+	component   string
+	joinOff     int64
+	joinLine    int
+	joinPending bool
+
 	wake    bool   // something may have changed: step it
 	retry   bool   // a listed file moved before it was opened: list again
 	waiting bool   // said that the log has no file yet
@@ -53,7 +63,7 @@ type follow struct {
 
 func newFollow(source string, ck cpid.Checkpoint, lim Limits, red *Redaction, notice func(Notice), m *Metrics) *follow {
 	f := &follow{source: source, dir: filepath.Dir(source), base: filepath.Base(source), lim: lim,
-		red: red, notice: notice, wake: true, m: m}
+		red: red, notice: notice, wake: true, m: m, component: Component(source)}
 	if ck.FingerprintLen > 0 {
 		f.pos = ck
 	}
@@ -95,6 +105,13 @@ func (f *follow) step(budget int) (int, error) {
 	}
 	live, err := os.Stat(f.source)
 	if err == nil && os.SameFile(live, f.cur.fi) {
+		if f.joinPending && !f.criPending {
+			f.join.idle()
+			f.takeJoined()
+			f.joinPending = false
+			f.pos.Offset, f.pos.Line = f.cur.off, f.cur.line
+			f.dirty = true
+		}
 		return 0, nil // caught up with the live file
 	}
 	return f.advance(budget)
@@ -185,10 +202,20 @@ func (f *follow) open(m logFile, off int64, line int) error {
 		f.retry = true
 		return nil
 	}
+	f.reading(t)
+	return nil
+}
+
+// reading makes t the current file, with nothing of another pending.
+func (f *follow) reading(t *tailFile) {
 	f.cur = t
 	f.cri = CRI{}
 	f.criPending = false
-	return nil
+	f.join = joiner{max: f.lim.MaxLine}
+	if mt := t.fi.ModTime(); mt.Year() >= 2000 {
+		f.join.ref = yearRef{ns: mt.UnixNano()}
+	}
+	f.joinPending = false
 }
 
 // advance moves on from the current file, which is no longer the live one
@@ -279,9 +306,7 @@ func (f *follow) advance(budget int) (int, error) {
 	}
 	f.endFile()
 	f.cur.close()
-	f.cur = t
-	f.cri = CRI{}
-	f.criPending = false
+	f.reading(t)
 	return 1, nil
 }
 
@@ -305,12 +330,18 @@ func appeared(before, now []logFile) bool {
 	return false
 }
 
-// endFile reports a CRI partial line the file ended in.
+// endFile reports a CRI partial line the file ended in, and completes
+// what the joiner held open.
 func (f *follow) endFile() {
 	if err := f.cri.End(); err != nil && f.cur != nil {
 		f.badLine(cpid.Pos{File: f.cur.name, Line: f.cur.line}, err.Error())
 	}
 	f.criPending = false
+	if f.cur != nil {
+		f.join.end()
+		f.takeJoined()
+	}
+	f.joinPending = false
 }
 
 // line decodes one line of the current file into the pending records and
@@ -322,6 +353,9 @@ func (f *follow) line(ev lineEvent) {
 	pos := cpid.Pos{File: f.cur.name, Line: ev.n}
 	defer f.moved(ev)
 	if ev.tooLong > 0 {
+		f.join.interrupt()
+		f.takeJoined()
+		f.joinPending = false
 		f.badLine(pos, errLineTooLong{int(min(ev.tooLong, math.MaxInt32)), f.lim.MaxLine}.Error())
 		return
 	}
@@ -338,28 +372,53 @@ func (f *follow) line(ev lineEvent) {
 	if !ok {
 		return
 	}
-	audits, rec, err := decodeLine(text, f.red, false)
-	if err != nil {
-		f.badLine(pos, err.Error())
-		return
+	text, m := wrapMeta(ev.text, text, f.join.klogNum > 0)
+	f.join.push(text, ev.n, m)
+	f.takeJoined()
+	switch open := f.join.open(); {
+	case open == 0:
+		f.joinPending = false
+	case open == ev.n:
+		f.joinOff, f.joinLine, f.joinPending = ev.start, ev.n-1, true
 	}
-	for i := range audits {
-		f.audits = append(f.audits, cpid.Audit{AuditEvent: audits[i], Pos: pos})
-		f.newest = max(f.newest, audits[i].StageNS)
+}
+
+// takeJoined decodes the records the joiner completed into the pending
+// records.
+func (f *follow) takeJoined() {
+	for _, p := range f.join.out {
+		pos := cpid.Pos{File: f.cur.name, Line: p.num}
+		if p.bad != "" {
+			f.badLine(pos, p.bad)
+			continue
+		}
+		audits, logs, _, err := decodeAt(p.b, lineInfo{ref: p.ref, component: f.component}, f.red, false)
+		if err != nil {
+			f.badLine(pos, err.Error())
+			continue
+		}
+		for i := range audits {
+			f.audits = append(f.audits, cpid.Audit{AuditEvent: audits[i], Pos: pos})
+			f.newest = max(f.newest, audits[i].StageNS)
+		}
+		for i := range logs {
+			f.logs = append(f.logs, cpid.Log{LogRecord: logs[i], Pos: pos})
+			f.newest = max(f.newest, logs[i].TimeNS)
+		}
 	}
-	if rec != nil {
-		f.logs = append(f.logs, cpid.Log{LogRecord: *rec, Pos: pos})
-		f.newest = max(f.newest, rec.TimeNS)
-	}
+	f.join.out, f.join.arena = f.join.out[:0], f.join.arena[:0]
 }
 
 // moved sets the position after a consumed line.
 func (f *follow) moved(ev lineEvent) {
 	f.posFile = f.cur
 	f.pos.File = f.cur.name
-	if f.criPending {
+	switch {
+	case f.joinPending:
+		f.pos.Offset, f.pos.Line = f.joinOff, f.joinLine
+	case f.criPending:
 		f.pos.Offset, f.pos.Line = f.criOff, f.criLine
-	} else {
+	default:
 		f.pos.Offset, f.pos.Line = f.cur.off, f.cur.line
 	}
 }

@@ -73,7 +73,7 @@ Examples:
 	dbFlag(fs, &db)
 	var audit, controller paths
 	fs.Var(&audit, "audit-log", "live audit log file (kube-apiserver --audit-log-path) or glob; repeatable")
-	fs.Var(&controller, "controller-log", "live controller log file or glob (JSON lines, CRI-wrapped or not); repeatable")
+	fs.Var(&controller, "controller-log", "live controller log file or glob (klog JSON or text, zap/logr or slog JSON; CRI-wrapped or not); repeatable")
 	status := fs.Bool("status", false, "print where each followed log stands and its counters, then exit")
 	out := fs.String("output", "table", "--status output: table, json or csv")
 	poll := fs.Duration("poll", time.Second, "check every log this often, whatever fsnotify reports")
