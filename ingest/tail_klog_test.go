@@ -20,7 +20,7 @@ func TestTailKlogText(t *testing.T) {
 		"\tkind: X",
 		" >",
 		`I1124 05:55:09.000003       1 b.go:2] "last, completed when the file is idle" n=3`,
-	}, "\n") + "\n"))
+	}, "\n")+"\n"))
 	h.start()
 	logs := waitLogs(t, h, 3)
 	if !strings.Contains(logs[1], "apiVersion: v1") || !strings.Contains(logs[1], "kind: X") {
@@ -37,7 +37,7 @@ func TestTailKlogText(t *testing.T) {
 		"\tline one",
 		"\tline two",
 		" >",
-	}, "\n") + "\n"))
+	}, "\n")+"\n"))
 	h.start()
 	logs = waitLogs(t, h, 4)
 	if !strings.Contains(logs[3], "line one") || !strings.Contains(logs[3], "line two") {
