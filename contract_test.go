@@ -290,10 +290,10 @@ func TestContractRead(t *testing.T) {
 				"of deployments in default by a controller": {Namespace: "default", Writer: "CONTROLLER", MinDurationNS: 1,
 					Kind: &cpid.ResourceMatch{Resources: []string{"deployments", "deployment"}, Group: "apps"}},
 				"of any group's deployments by an admin": {User: "Admin", Kind: &cpid.ResourceMatch{Resources: []string{"deployments"}, AnyGroup: true}},
-				"in a window":       {SinceNS: mid.StartedNS, UntilNS: changes[0].StartedNS + 1, Trigger: cpid.TriggerUser},
-				"by prefix":         {IDPrefix: mid.ID[:1]},
-				"by the whole id":   {IDPrefix: mid.ID},
-				"by an unknown one": {IDPrefix: "zz"},
+				"in a window":                            {SinceNS: mid.StartedNS, UntilNS: changes[0].StartedNS + 1, Trigger: cpid.TriggerUser},
+				"by prefix":                              {IDPrefix: mid.ID[:1]},
+				"by the whole id":                        {IDPrefix: mid.ID},
+				"by an unknown one":                      {IDPrefix: "zz"},
 			} {
 				q.Limit = 1000
 				got := read("changes "+name, func(r cpid.ChangeReader) (any, error) { return r.Changes(ctx, q) }).([]cpid.ChangeRow)

@@ -32,7 +32,7 @@ For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
 	var db string
 	dbFlag(fs, &db)
 	cluster := clusterFlag(fs, "")
-	change := fs.String("change", "", "open this change (an id from the changes list) first")
+	change := fs.String("change", "", "open this change (an id from the changes list, or a unique prefix of one) first")
 	refresh := fs.Duration("refresh", 2*time.Second, "how often to look for new data; 0 never")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -53,6 +53,11 @@ For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
 		return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
 	}
 	st := db0.view(*cluster)
+	if *change != "" {
+		if *change, err = resolveChange(ctx, st, *change); err != nil {
+			return err
+		}
+	}
 	noColor := os.Getenv("NO_COLOR") != ""
 	m := tui.New(ctx, st, tui.Options{Change: *change, Refresh: *refresh, Color: !noColor})
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}

@@ -45,12 +45,19 @@ func TestPostgresCLI(t *testing.T) {
 					t.Errorf("%v differs:\npostgres:\n%s\nsqlite:\n%s", q, got, want)
 				}
 			}
-			var ids []struct{ ID string }
+			var ids []struct{ ID, Resource, APIGroup, Namespace, Name string }
 			if err := jsonUnmarshal(must("query", "changes", "--output", "json", "--db", lite), &ids); err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range ids {
-				for _, q := range [][]string{{"query", "timeline", c.ID, "--output", "json"}, {"query", "spans", c.ID}} {
+			for i, c := range ids {
+				typ := c.Resource
+				if c.APIGroup != "" {
+					typ += "." + c.APIGroup
+				}
+				qs := [][]string{{"query", "timeline", c.ID, "--output", "json"}, {"query", "spans", c.ID},
+					{"history", typ + "/" + c.Name, "-n", c.Namespace, "--diff", "--output", "json"},
+					{"diff", c.ID, ids[(i+1)%len(ids)].ID, "--output", "json"}}
+				for _, q := range qs {
 					want := must(append(q, "--db", lite)...)
 					if got := must(append(q, "--db", pg)...); got != want {
 						t.Errorf("%v differs:\npostgres:\n%s\nsqlite:\n%s", q, got, want)

@@ -23,7 +23,7 @@ database is opened read-only: never created, never migrated.
 
   changes            root changes (a user's write), newest first:
                      --sort time|duration|size, --filter TEXT, --limit N
-                     (0: all)
+                     (0: all), and the filters below
   timeline ID        every write of change ID in apiserver order: writer,
                      object, the write that caused it, the hop latency, why
                      it waited, by which rule and with what confidence
@@ -48,6 +48,18 @@ database is opened read-only: never created, never migrated.
                      Kubernetes scalability tests; hop latency per
                      controller; all in apiserver time (--change ID for one)
 
+Every change ID (timeline, spans, --change) may be a unique prefix of one
+(341ca5b9); a prefix of several fails listing them.
+
+Filters of changes, all together: --since/--until (the change started in
+that window: an RFC 3339 time, or a duration back from the newest audit
+event in the database, since recorded logs have no "now"), -n/--namespace
+(of the object the change started on), --kind (its type, as history takes
+it: deploy, deployments.apps, pod), --user (the user's name contains it),
+--writer (one of the change's writes is by a writer whose name contains
+it: kube-scheduler), --min-duration (started to last write, e.g. 500ms),
+--trigger (user, node, controller-start, schedule, gc, unknown).
+
 Tables show strings from the logs without control characters or escape
 sequences; --output csv writes them escaped (\x1b), --output json exactly
 (docs/SECURITY.md).
@@ -61,6 +73,7 @@ origin, critical...
 
 Examples:
   cpid-tui query changes --sort duration --limit 5
+  cpid-tui query changes --kind deploy -n default --min-duration 500ms --since 1h
   cpid-tui query timeline 044d68ee-6a4f-47dc-a93e-da38a9ba0d77 --output json | jq '.[] | select(.critical)'`
 
 func runQuery(ctx context.Context, e *env, args []string) error {
@@ -72,7 +85,15 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	sort := fs.String("sort", "time", "changes: time, duration or size")
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
 	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
-	change := fs.String("change", "", "sli, hops, anomalies: only this change")
+	change := fs.String("change", "", "sli, hops, anomalies: only this change (an id or a unique prefix)")
+	var f filters
+	f.addTime(fs, "changes: keep those started")
+	f.addNamespace(fs, "changes: keep those started on an object of this namespace")
+	fs.StringVar(&f.kind, "kind", "", "changes: keep those started on an object of this type (deploy, deployments.apps, pod)")
+	f.addWho(fs, "changes: keep those whose user name contains this (case-insensitive)",
+		"changes: keep those with a write by a writer whose name contains this (kube-scheduler)",
+		"changes: keep those started by")
+	fs.DurationVar(&f.minDuration, "min-duration", 0, "changes: keep those that took at least this long, started to last write")
 	var windows paths
 	fs.Var(&windows, "window", "hops: a reaction window [RULE/]WRITER=DURATION before the defaults, as given to reconstruct (repeatable)")
 	pos, err := parseArgs(fs, args)
@@ -100,6 +121,13 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	}
 	defer db0.close()
 	st := db0.view(*cluster)
+	// Change ids may be unique prefixes.
+	id := func() (string, error) { return resolveChange(ctx, st, pos[1]) }
+	if *change != "" {
+		if *change, err = resolveChange(ctx, st, *change); err != nil {
+			return err
+		}
+	}
 	// An empty answer from a database never reconstructed says why.
 	empty := func(n int) {
 		if n == 0 {
@@ -115,7 +143,12 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if n == 0 {
 			n = math.MaxInt // the engines take 0 for their default
 		}
-		cs, err := st.Changes(ctx, cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: n})
+		q := cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: n}
+		if err := f.changeQuery(ctx, st, &q); err != nil {
+			fmt.Fprintln(e.stderr, "cpid-tui query:", err)
+			return errUsage
+		}
+		cs, err := st.Changes(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -161,7 +194,11 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err := need(1); err != nil {
 			return err
 		}
-		ts, err := st.Timeline(ctx, pos[1])
+		full, err := id()
+		if err != nil {
+			return err
+		}
+		ts, err := st.Timeline(ctx, full)
 		if err != nil {
 			return err
 		}
@@ -189,7 +226,7 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		}
 		// The table, then what started the change and the evidence behind
 		// the explanations that have some, for people.
-		if cs, err := st.ChangesByID(ctx, []string{pos[1]}); err == nil && len(cs) == 1 && cs[0].Trigger != "" {
+		if cs, err := st.ChangesByID(ctx, []string{full}); err == nil && len(cs) == 1 && cs[0].Trigger != "" {
 			line := "trigger: " + string(cs[0].Trigger)
 			if cs[0].TriggerDetail != "" {
 				line += " (" + cs[0].TriggerDetail + ")"
@@ -228,7 +265,11 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 		if err := need(1); err != nil {
 			return err
 		}
-		sp, err := st.Spans(ctx, pos[1])
+		full, err := id()
+		if err != nil {
+			return err
+		}
+		sp, err := st.Spans(ctx, full)
 		if err != nil {
 			return err
 		}

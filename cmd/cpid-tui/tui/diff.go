@@ -16,6 +16,15 @@ type diffOp struct {
 // keys, without metadata.managedFields unless managed is set: the field
 // server-side apply bookkeeping fills, which buries every real change.
 func objectLines(body string, managed bool) []string {
+	if managed {
+		return jsonLines(body)
+	}
+	return jsonLines(body, "managedFields")
+}
+
+// jsonLines renders a JSON body as indented lines with sorted keys,
+// without the metadata fields named by drop.
+func jsonLines(body string, drop ...string) []string {
 	if body == "" {
 		return nil
 	}
@@ -25,9 +34,11 @@ func objectLines(body string, managed bool) []string {
 	if err := dec.Decode(&v); err != nil {
 		return strings.Split(body, "\n")
 	}
-	if obj, ok := v.(map[string]any); ok && !managed {
+	if obj, ok := v.(map[string]any); ok {
 		if md, ok := obj["metadata"].(map[string]any); ok {
-			delete(md, "managedFields")
+			for _, k := range drop {
+				delete(md, k)
+			}
 		}
 	}
 	var b bytes.Buffer
@@ -123,3 +134,32 @@ func hunks(d []diffOp, context int) []diffOp {
 	}
 	return out
 }
+
+// ObjectDiff is what one revision of an object changed, as a unified-style
+// diff of the stored objects prev and cur (JSON; prev "" for the first):
+// lines "- " removed, "+ " added, "  " kept around them (context lines),
+// "@@" where unchanged lines are left out. The revisions view's
+// rendering, without the fields every write changes (metadata.managedFields
+// and metadata.resourceVersion); nil when nothing else changed.
+func ObjectDiff(prev, cur string, context int) []string {
+	noise := []string{"managedFields", "resourceVersion"}
+	ops := hunks(diffLines(jsonLines(prev, noise...), jsonLines(cur, noise...)), context)
+	var out []string
+	for i, o := range ops {
+		switch o.op {
+		case 0:
+			if i > 0 && i < len(ops)-1 {
+				out = append(out, "@@")
+			}
+		case '+', '-':
+			out = append(out, string(o.op)+" "+o.text)
+		default:
+			out = append(out, "  "+o.text)
+		}
+	}
+	return out
+}
+
+// JSONLines renders a JSON body (a request, a patch) as indented lines
+// with sorted keys, as the revisions view shows it.
+func JSONLines(body string) []string { return jsonLines(body, "managedFields") }

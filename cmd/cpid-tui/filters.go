@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// triggers are the values of --trigger.
+var triggers = []cpid.Trigger{cpid.TriggerUser, cpid.TriggerNode, cpid.TriggerControllerStart, cpid.TriggerSchedule,
+	cpid.TriggerGC, cpid.TriggerUnknown}
+
+// filters are the flags that narrow what query changes and history list.
+type filters struct {
+	since, until string
+	namespace    string
+	kind         string
+	user, writer string
+	trigger      string
+	minDuration  time.Duration
+}
+
+// whenHelp explains the values of --since and --until.
+const whenHelp = `an RFC 3339 time (2026-11-22T16:26:50Z) or a duration back from the newest audit event in the database (10m, 1h30m: recorded logs have no "now")`
+
+// addTime adds --since and --until, for what to.
+func (f *filters) addTime(fs *flag.FlagSet, what string) {
+	fs.StringVar(&f.since, "since", "", what+" at or after this: "+whenHelp)
+	fs.StringVar(&f.until, "until", "", what+" before this (same forms as --since)")
+}
+
+// addNamespace adds -n and --namespace.
+func (f *filters) addNamespace(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&f.namespace, "namespace", "", usage)
+	fs.StringVar(&f.namespace, "n", "", "short for --namespace")
+}
+
+// addWho adds --user, --writer and --trigger with their usage texts
+// (the list of triggers is added to the last).
+func (f *filters) addWho(fs *flag.FlagSet, user, writer, trigger string) {
+	fs.StringVar(&f.user, "user", "", user)
+	fs.StringVar(&f.writer, "writer", "", writer)
+	names := make([]string, len(triggers))
+	for i, t := range triggers {
+		names[i] = string(t)
+	}
+	fs.StringVar(&f.trigger, "trigger", "", trigger+": "+strings.Join(names, ", "))
+}
+
+// window reads --since and --until as Unix ns (0: open), durations back
+// from the newest audit event of the store.
+func (f *filters) window(ctx context.Context, st cpid.ChangeReader) (since, until int64, err error) {
+	if f.since == "" && f.until == "" {
+		return 0, 0, nil
+	}
+	v, err := st.DataVersion(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if since, err = parseWhen("--since", f.since, v.NewestNS); err != nil {
+		return 0, 0, err
+	}
+	if until, err = parseWhen("--until", f.until, v.NewestNS); err != nil {
+		return 0, 0, err
+	}
+	if since != 0 && until != 0 && until <= since {
+		return 0, 0, fmt.Errorf("--until %s is not after --since %s", f.until, f.since)
+	}
+	return since, until, nil
+}
+
+// parseWhen reads a time flag: "" (0), an RFC 3339 time, or a duration back
+// from newestNS.
+func parseWhen(flagName, s string, newestNS int64) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UnixNano(), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s %q: want an RFC 3339 time (2026-11-22T16:26:50Z) or a duration (10m)", flagName, s)
+	}
+	if newestNS == 0 {
+		return 0, fmt.Errorf("%s %s: the database has no audit event to count back from", flagName, s)
+	}
+	return newestNS - int64(d), nil
+}
+
+// trig reads --trigger.
+func (f *filters) trig() (cpid.Trigger, error) {
+	t := cpid.Trigger(strings.ToLower(f.trigger))
+	if t != "" && !slices.Contains(triggers, t) {
+		return "", fmt.Errorf("--trigger %q: want one of %v", f.trigger, triggers)
+	}
+	return t, nil
+}
+
+// changeQuery adds the filters to q (query changes).
+func (f *filters) changeQuery(ctx context.Context, st cpid.ChangeReader, q *cpid.ChangeQuery) error {
+	var err error
+	if q.SinceNS, q.UntilNS, err = f.window(ctx, st); err != nil {
+		return err
+	}
+	if q.Trigger, err = f.trig(); err != nil {
+		return err
+	}
+	if f.kind != "" {
+		t, err := parseType(f.kind)
+		if err != nil {
+			return fmt.Errorf("--kind: %w", err)
+		}
+		q.Kind = &t.ResourceMatch
+	}
+	if f.minDuration < 0 {
+		return fmt.Errorf("--min-duration %s: give 0 or more", f.minDuration)
+	}
+	q.Namespace, q.User, q.Writer, q.MinDurationNS = f.namespace, f.user, f.writer, int64(f.minDuration)
+	return nil
+}

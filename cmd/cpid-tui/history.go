@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+)
+
+func init() {
+	register(command{name: "history", summary: "every write of one object (deploy/web): who, which change, what caused it, what it changed", run: runHistory})
+}
+
+const historyHelp = `Lists every write of one object in order: when (and how long after the
+write before it), the verb and response code, the writer (as reconstruct
+names it) and its user agent, the change the write belongs to with what
+started that change, and the cause: the rule that found it, the write it
+reacted to and the hop latency, why it waited. Failed writes are listed
+too, with their code. Run cpid-tui reconstruct first.
+
+TYPE/NAME is a kubectl-style reference, case-insensitive: a resource's
+plural, singular or short name or its kind (deployments/web,
+deployment/web, deploy/web, Deployment/web), optionally with its API group
+(deployments.apps/web) or version and group (deployments.v1.apps/web);
+TYPE NAME as two arguments works too. Built-in resources know their group
+and scope (pod/x, node/n1: nodes are cluster-scoped, -n is ignored for
+them); any other type is matched by its spelling as typed and with s, es
+or y->ies added (widget/w finds widgets.example.com/w), in its group if
+given, else in any.
+
+Without -n, every namespace is searched: the default namespace is not
+assumed, since nothing in recorded logs says which namespace a kubeconfig
+would have chosen. When objects of that name exist in several namespaces
+(sa/default), groups or clusters, the command fails listing them; pick one
+with -n, TYPE.GROUP/NAME or --cluster.
+
+--diff shows what each write changed: a unified-style diff of the object
+it stored against the one the write before it stored (spec, status,
+metadata labels and annotations...; metadata.managedFields and
+resourceVersion, which every write changes, left out), the request body
+for a write whose response has no object (a patch at Metadata level), the
+whole object for the first. It reads the bodies of every earlier write.
+
+--output json gives {object, earlier_left_out, writes: [...]} with for each
+write: ns, received_ns, verb, subresource, code, attempt, writer, user,
+user_agent, resource_version, change, trigger, rule, cause {event_id,
+writer, verb, resource, namespace, name...}, hop_ns, explain, confidence,
+after_ns (since the write before), and diff (lines) with --diff.
+
+Examples:
+  cpid-tui history deploy/web -n default
+  cpid-tui history pod/web-6c8d95c7f5-jrvns --diff
+  cpid-tui history node/kwok-node-0 --since 10m --writer kubelet
+  cpid-tui history deployments.apps/web --output json | jq '.writes[] | {writer, verb, change}'`
+
+// historyOptions is what `history` was asked for, past its flags: the
+// function the command runs, callable from another command front-end.
+type historyOptions struct {
+	ref     objectRef
+	filters filters
+	limit   int
+	diff    bool
+	format  string
+}
+
+func runHistory(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "history", "TYPE/NAME [-n NAMESPACE] [flags]", historyHelp)
+	var db string
+	dbFlag(fs, &db)
+	cluster := clusterFlag(fs, "")
+	var o historyOptions
+	o.filters.addNamespace(fs, "the object's namespace (default: search every namespace, and fail listing them when several hold the name)")
+	o.filters.addTime(fs, "list the writes completed")
+	o.filters.addWho(fs, "list the writes whose user name contains this (case-insensitive)",
+		"list the writes whose writer contains this (deployment-controller, kube-scheduler, kubectl)",
+		"list the writes of changes started by")
+	fs.IntVar(&o.limit, "limit", 200, "list the last this many writes (0: all)")
+	fs.BoolVar(&o.diff, "diff", false, "show what each write changed: a diff of its object against the one the write before stored")
+	fs.StringVar(&o.format, "output", "table", "table, json or csv")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	if o.ref, err = parseRef(pos); err != nil {
+		fmt.Fprintln(e.stderr, "cpid-tui history:", err)
+		return errUsage
+	}
+	if !slices.Contains([]string{"", "table", "json", "csv"}, o.format) {
+		fmt.Fprintf(e.stderr, "cpid-tui history: unknown --output %q (table, json, csv)\n", o.format)
+		return errUsage
+	}
+	if o.limit < 0 {
+		fmt.Fprintf(e.stderr, "cpid-tui history: --limit %d: give 0 (all) or more\n", o.limit)
+		return errUsage
+	}
+	db0, err := openStore(ctx, e.stderr, db, readOnly)
+	if err != nil {
+		return err
+	}
+	defer db0.close()
+	st := db0.view(*cluster)
+	err = history(ctx, e, st, o)
+	if err != nil && !errors.Is(err, errAmbiguous) {
+		db0.hintReconstruct(ctx, e.stderr, db, *cluster)
+	}
+	return err
+}
+
+// historyWrite is a write as history prints it in JSON.
+type historyWrite struct {
+	cpid.ObjectWrite
+	AfterNS int64    `json:"after_ns"` // since the write before (0 for the first listed)
+	Diff    []string `json:"diff,omitempty"`
+}
+
+// history lists the writes of the object o names.
+func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions) error {
+	m, err := findObject(ctx, st, e.stderr, o.ref, o.filters.namespace)
+	if err != nil {
+		return err
+	}
+	q := cpid.HistoryQuery{Object: m.ObjectKey, Limit: o.limit, Writer: o.filters.writer, User: o.filters.user}
+	if q.SinceNS, q.UntilNS, err = o.filters.window(ctx, st); err == nil {
+		q.Trigger, err = o.filters.trig()
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "cpid-tui history:", err)
+		return errUsage
+	}
+	ws, more, err := st.ObjectHistory(ctx, q)
+	if err != nil {
+		return err
+	}
+	// Listed in the order they completed: a failed write comes in the
+	// object's order after the revision it was based on, which may have
+	// completed after it; diffs follow the object's order (addDiffs).
+	sort.SliceStable(ws, func(i, j int) bool {
+		if ws[i].NS != ws[j].NS {
+			return ws[i].NS < ws[j].NS
+		}
+		return ws[i].EventID < ws[j].EventID
+	})
+	out := make([]historyWrite, len(ws))
+	for i, w := range ws {
+		out[i].ObjectWrite = w
+		if i > 0 {
+			out[i].AfterNS = w.NS - ws[i-1].NS
+		}
+	}
+	if o.diff && len(ws) > 0 {
+		if err := addDiffs(ctx, st, m.ObjectKey, out); err != nil {
+			return err
+		}
+	}
+	kind := o.ref.Kind
+	if o.ref.Scope == scopeUnknown {
+		kind = cpid.KindOf("", m.Resource)
+	}
+	switch o.format {
+	case "json":
+		type objectJSON struct {
+			Cluster   string `json:"cluster"`
+			APIGroup  string `json:"api_group"`
+			Resource  string `json:"resource"`
+			Kind      string `json:"kind"`
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		}
+		return output(e.stdout, o.format, nil, nil, struct {
+			Object objectJSON     `json:"object"`
+			More   bool           `json:"earlier_left_out"`
+			Writes []historyWrite `json:"writes"`
+		}{objectJSON{m.Cluster, m.Group, m.Resource, kind, m.Namespace, m.Name}, more, out})
+	case "", "table", "csv":
+	default:
+		return fmt.Errorf("unknown --output %q (table, json, csv)", o.format)
+	}
+	csv := o.format == "csv"
+	head := []string{"TIME", "AFTER", "VERB", "CODE", "WRITER", "AGENT", "CHANGE", "CAUSE", "RV"}
+	if csv {
+		head = []string{"TIME", "AFTER_NS", "VERB", "CODE", "WRITER", "USER", "USER_AGENT", "CHANGE", "TRIGGER", "RULE", "CAUSE",
+			"HOP_NS", "EXPLAIN", "RV", "EVENT_ID"}
+		if o.diff {
+			head = append(head, "DIFF")
+		}
+	}
+	rows := make([][]string, len(out))
+	for i, w := range out {
+		after := "-"
+		if i > 0 {
+			after = "+" + dur(w.AfterNS)
+		}
+		if csv {
+			rows[i] = []string{rfc3339(w.NS), strconv.FormatInt(w.AfterNS, 10), w.Verb + sub(w.Subresource), strconv.Itoa(w.Code),
+				w.Writer, w.User, w.UserAgent, w.Change, string(w.Trigger), w.Rule, causeText(w.ObjectWrite, m.ObjectKey, false),
+				strconv.FormatInt(w.HopNS, 10), string(w.Explain), w.ResourceVersion, strconv.FormatInt(w.EventID, 10)}
+			if o.diff {
+				rows[i] = append(rows[i], strings.Join(w.Diff, "\n"))
+			}
+			continue
+		}
+		rows[i] = []string{rfc3339(w.NS), after, w.Verb + sub(w.Subresource), strconv.Itoa(w.Code), w.Writer, agent(w.UserAgent),
+			changeText(w.ObjectWrite), causeText(w.ObjectWrite, m.ObjectKey, true), orDash(w.ResourceVersion)}
+	}
+	if csv {
+		return output(e.stdout, o.format, head, rows, nil)
+	}
+	title := fmt.Sprintf("%s: %s", describeMatch(m, false), plural(len(out), "write"))
+	if more {
+		title += fmt.Sprintf(" (the last %d; --limit 0 lists them all)", len(out))
+	}
+	if len(ws) > 0 {
+		title += " in the order they completed"
+	}
+	fmt.Fprintln(e.stdout, tui.Printable(title))
+	if !o.diff {
+		return output(e.stdout, o.format, head, rows, nil)
+	}
+	// With diffs, as git log -p: each write's row, then what it changed,
+	// the rows aligned as one table.
+	lines := aligned(append([][]string{head}, rows...))
+	fmt.Fprintln(e.stdout, lines[0])
+	for i, l := range lines[1:] {
+		fmt.Fprintln(e.stdout, l)
+		diffLines(e.stdout, out[i].Diff)
+	}
+	return nil
+}
+
+// aligned lays rows out as the table format does (tui.Printable cells, two
+// spaces between columns) and returns them as lines, so that other lines
+// may come between them.
+func aligned(rows [][]string) []string {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(tui.Printable(c)))
+		}
+	}
+	out := make([]string, len(rows))
+	for j, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			c = tui.Printable(c)
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		out[j] = b.String()
+	}
+	return out
+}
+
+// diffLines writes diff lines indented, each Printable.
+func diffLines(w io.Writer, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, "    "+tui.Printable(l))
+	}
+}
+
+// addDiffs sets the diff of each write: its object against the object
+// the closest earlier write of the object stored, whether listed or not.
+func addDiffs(ctx context.Context, st cpid.ChangeReader, k cpid.ObjectKey, ws []historyWrite) error {
+	// Every write up to the last listed, unfiltered, with bodies: the base
+	// of a listed write may be one the filters left out.
+	all, _, err := st.ObjectHistory(ctx, cpid.HistoryQuery{Object: k, UntilNS: ws[len(ws)-1].NS + 1, Bodies: true})
+	if err != nil {
+		return err
+	}
+	at := make(map[int64]int, len(all))
+	for i, a := range all {
+		at[a.EventID] = i
+	}
+	for i := range ws {
+		j, ok := at[ws[i].EventID]
+		if !ok {
+			continue // written after the listing was read
+		}
+		cur := all[j]
+		base := ""
+		for b := j - 1; b >= 0; b-- {
+			if all[b].Object != "" {
+				base = all[b].Object
+				break
+			}
+		}
+		switch {
+		case cur.Attempt:
+			ws[i].Diff = []string{fmt.Sprintf("(failed with %d: changed nothing)", cur.Code)}
+		case cur.Object == "" && cur.Request != "":
+			ws[i].Diff = append([]string{"(no object stored in the audit log; the request body:)"}, indent(tui.JSONLines(cur.Request))...)
+		case cur.Object == "" && cur.Verb == "delete":
+			ws[i].Diff = []string{"(deleted)"}
+		case cur.Object == "":
+			ws[i].Diff = []string{"(no body in the audit log: Metadata level, or a binding, Scale or Status response)"}
+		case base == "":
+			ws[i].Diff = append([]string{"(the first object stored, whole)"}, tui.ObjectDiff("", cur.Object, 0)...)
+		default:
+			ws[i].Diff = tui.ObjectDiff(base, cur.Object, 3)
+			if len(ws[i].Diff) == 0 {
+				ws[i].Diff = []string{"(no change but metadata.resourceVersion and managedFields)"}
+			}
+		}
+	}
+	return nil
+}
+
+func indent(ls []string) []string { return prefixed("  ", ls) }
+
+func prefixed(p string, ls []string) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = p + l
+	}
+	return out
+}
+
+// plural is "1 write", "2 writes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// rfc3339 formats a Unix-ns time as RFC 3339 with milliseconds, UTC.
+func rfc3339(ns int64) string {
+	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// agent is the product of a user agent: kube-controller-manager/v1.37.2
+// of "kube-controller-manager/v1.37.2 (linux/amd64) kubernetes/abc/...".
+func agent(ua string) string {
+	p, _, _ := strings.Cut(ua, " ")
+	return p
+}
+
+// shortID is the first 8 characters of an id: enough to tell the changes
+// of one database apart, and a unique prefix every command takes.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// changeText names a write's change and what started it.
+func changeText(w cpid.ObjectWrite) string {
+	if w.Change == "" {
+		return "- (background)"
+	}
+	return shortID(w.Change) + " " + string(w.Trigger)
+}
+
+// causeText says why a write happened: the rule, the write it reacted to,
+// the hop and why it took that long; or that it started its change. The
+// cause's object is named in full unless it is self.
+func causeText(w cpid.ObjectWrite, self cpid.ObjectKey, short bool) string {
+	if w.Cause == nil {
+		switch {
+		case w.Origin == "root" && w.TriggerDetail != "":
+			return "starts the change: " + w.TriggerDetail
+		case w.Origin == "root":
+			return "starts the change"
+		case w.Attempt:
+			return "-"
+		}
+		return "none found"
+	}
+	c := w.Cause
+	obj := object(cpid.KindOf("", c.Resource), c.Namespace, c.Name)
+	if c.Resource == self.Resource && c.APIGroup == self.Group && c.Namespace == self.Namespace && c.Name == self.Name {
+		obj = "itself"
+	} else if short && c.Namespace == self.Namespace {
+		obj = cpid.KindOf("", c.Resource) + " " + c.Name
+	}
+	s := fmt.Sprintf("%s: %s %s %s", w.Rule, c.Writer, c.Verb+sub(c.Subresource), obj)
+	if short {
+		s += fmt.Sprintf(" +%s %s", dur(w.HopNS), w.Explain)
+	}
+	return s
+}

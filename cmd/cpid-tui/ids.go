@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// maxCandidates is how many changes an ambiguous prefix lists.
+const maxCandidates = 10
+
+// resolveChange returns the id of the change that id names: the change of
+// that id, else the one change whose id starts with it. A prefix that
+// starts several ids is an error (errAmbiguous) listing them.
+func resolveChange(ctx context.Context, st cpid.ChangeReader, id string) (string, error) {
+	if id == "" {
+		return "", errors.New("no change id given")
+	}
+	cs, err := st.Changes(ctx, cpid.ChangeQuery{IDPrefix: id, Limit: maxCandidates + 1})
+	if err != nil {
+		return "", err
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			return id, nil
+		}
+	}
+	switch len(cs) {
+	case 0:
+		return "", fmt.Errorf("no change %q (cpid-tui query changes lists them)", id)
+	case 1:
+		return cs[0].ID, nil
+	}
+	var b strings.Builder
+	n := fmt.Sprint(len(cs))
+	if len(cs) > maxCandidates {
+		cs, n = cs[:maxCandidates], fmt.Sprintf("more than %d", maxCandidates)
+	}
+	fmt.Fprintf(&b, "change id %q is ambiguous: it starts the ids of %s changes, newest first:", id, n)
+	for _, c := range cs {
+		fmt.Fprintf(&b, "\n  %s  %s  %s %s", c.ID, clock(c.StartedNS), c.Verb, object(c.Kind, c.Namespace, c.Name)+sub(c.Subresource))
+	}
+	b.WriteString("\ngive more of the id")
+	return "", fmt.Errorf("%w: %s", errAmbiguous, b.String())
+}
