@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+	"github.com/cpid-dev/cpid/export"
+)
+
+func init() {
+	register(command{name: "export", summary: "write changes as traces: OTLP (or push to a collector, Tempo, Jaeger), Jaeger JSON, Perfetto", run: runExport})
+}
+
+const exportHelp = `Writes changes as traces that trace viewers open, one trace per change.
+Every write of a change is a span, from the apiserver receiving the request
+to its completion, in its writer's name (the service); a span's parent is
+the write that caused it, and a write that merged CPIDs links to the writes
+carrying the other sources of the merge: parents and links are the merge
+DAG of 'cpid-tui query related'. Controller spans that instrumented
+controllers logged are spans too. Attributes follow OpenTelemetry's semantic
+conventions where one fits (k8s.namespace.name, k8s.pod.name,
+http.response.status_code...) and say the rest as cpid.* (cpid.trigger,
+cpid.explain, cpid.origin, cpid.confidence, cpid.hop_ns...). A change a
+traced client started (tracing.k8s.io/traceparent) joins that client's
+trace. docs/EXPORT.md maps every field.
+
+Formats (--format):
+  otlp      OpenTelemetry's OTLP file format: one TracesData JSON a line,
+            a trace a line. Open it with otel-tui
+            (otel-tui --from-json-file FILE), or feed it to a collector's
+            otlpjsonfile receiver; Grafana Tempo and Jaeger take the same
+            data pushed (--otlp-endpoint).
+  jaeger    the Jaeger UI's JSON: Search, "Upload" (JSON File), pick it.
+  perfetto  the Chrome JSON trace format: ui.perfetto.dev, "Open trace file"
+            (or chrome://tracing). A process per change, a track per
+            writer or controller, an async track per object, flow arrows
+            from causes and merges.
+
+Which changes: IDs (a unique prefix is enough), or --all, or --filter TEXT
+(as query changes), newest first, at most --limit.
+
+--otlp-endpoint URL pushes the traces over OTLP/HTTP (protobuf, gzip) to a
+collector, Tempo or Jaeger v2 (http://localhost:4318; a URL without a path
+gets /v1/traces). Failed requests (429, 502, 503, 504, no answer) are sent
+again with backoff, as the receiver's Retry-After asks, up to
+--otlp-attempts times. Without -o it only pushes.
+
+Examples:
+  cpid-tui export --all --format perfetto -o changes.json
+  cpid-tui export 4a01429c --format jaeger -o web.json
+  cpid-tui export --filter default/web --otlp-endpoint http://localhost:4318
+  cpid-tui export --all -o changes.jsonl && otel-tui --from-json-file changes.jsonl`
+
+func runExport(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "export", "[ID...|--all|--filter TEXT] [--format otlp|jaeger|perfetto] [-o FILE] [--otlp-endpoint URL]", exportHelp)
+	var db string
+	dbFlag(fs, &db)
+	cluster := clusterFlag(fs, "")
+	format := fs.String("format", "otlp", "otlp, jaeger or perfetto")
+	out := fs.String("o", "", "write to this file; - is standard output (the default unless --otlp-endpoint is given)")
+	all := fs.Bool("all", false, "every change")
+	filter := fs.String("filter", "", "the changes whose namespace, name, kind, user or id contains this (as query changes)")
+	limit := fs.Int("limit", 0, "at most this many changes, newest first (0: all)")
+	endpoint := fs.String("otlp-endpoint", "", "push the traces to this OTLP/HTTP receiver, e.g. http://localhost:4318")
+	var headers paths
+	fs.Var(&headers, "otlp-header", "a header of the pushes, KEY=VALUE (authentication, a tenant: X-Scope-OrgID=team); repeatable")
+	attempts := fs.Int("otlp-attempts", 5, "send a failed push this many times at most")
+	timeout := fs.Duration("otlp-timeout", 30*time.Second, "give up on one push request after this long")
+	ids, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	usage := func(msg string) error {
+		fmt.Fprintln(e.stderr, "cpid-tui export:", msg)
+		return errUsage
+	}
+	chosen := 0
+	for _, b := range []bool{len(ids) > 0, *all, *filter != ""} {
+		if b {
+			chosen++
+		}
+	}
+	switch {
+	case chosen == 0:
+		fs.Usage()
+		return usage("give change IDs, --all or --filter TEXT")
+	case chosen > 1:
+		return usage("give change IDs, --all or --filter TEXT, one of them")
+	case *limit < 0:
+		return usage(fmt.Sprintf("--limit %d: give 0 (all) or more", *limit))
+	case *attempts < 1:
+		return usage(fmt.Sprintf("--otlp-attempts %d: give 1 or more", *attempts))
+	}
+	write, ok := writers[*format]
+	if !ok {
+		return usage(fmt.Sprintf("unknown --format %q (otlp, jaeger, perfetto)", *format))
+	}
+	var pusher *export.Pusher
+	if *endpoint != "" {
+		u, err := export.EndpointURL(*endpoint)
+		if err != nil {
+			return usage(err.Error())
+		}
+		h := http.Header{}
+		for _, kv := range headers {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				return usage(fmt.Sprintf("--otlp-header %q: give KEY=VALUE", kv))
+			}
+			h.Add(strings.TrimSpace(k), v)
+		}
+		pusher = &export.Pusher{Endpoint: u, Header: h, Attempts: *attempts, Timeout: *timeout,
+			Retried: func(attempt int, wait time.Duration, err error) {
+				fmt.Fprintf(e.stderr, "export: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
+			}}
+	} else if len(headers) > 0 {
+		return usage("--otlp-header needs --otlp-endpoint")
+	}
+	if *out == "" && pusher == nil {
+		*out = "-"
+	}
+
+	db0, err := openStore(ctx, e.stderr, db, readOnly)
+	if err != nil {
+		return err
+	}
+	defer db0.close()
+	st := db0.view(*cluster)
+	if len(ids) > 0 {
+		for i, id := range ids {
+			if ids[i], err = changeByPrefix(ctx, st, id); err != nil {
+				return err
+			}
+		}
+	} else {
+		n := *limit
+		if n == 0 {
+			n = math.MaxInt // the engines take 0 for their default
+		}
+		cs, err := st.Changes(ctx, cpid.ChangeQuery{Filter: *filter, Limit: n})
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			ids = append(ids, c.ID)
+		}
+		if len(ids) == 0 {
+			db0.hintReconstruct(ctx, e.stderr, db, *cluster)
+			if *filter != "" {
+				return fmt.Errorf("no change matches --filter %q", *filter)
+			}
+			return errors.New("no changes in the database")
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	set, err := export.Read(ctx, st, ids)
+	if err != nil {
+		return err
+	}
+	traces := export.Build(set)
+	spans := 0
+	for _, t := range traces {
+		spans += len(t.Spans)
+	}
+	if *out != "" {
+		if err := writeExport(e.stdout, *out, func(w io.Writer) error { return write(w, traces) }); err != nil {
+			return err
+		}
+		if *out != "-" {
+			fmt.Fprintf(e.stderr, "export: %d changes, %d spans, %s to %s\n", len(traces), spans, *format, *out)
+		}
+	}
+	if pusher != nil {
+		n, err := pusher.Push(ctx, traces)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "export: pushed %d traces, %d spans in %d requests to %s\n", n.Traces, n.Spans, n.Requests, pusher.Endpoint)
+		if n.Rejected > 0 || n.Message != "" {
+			return fmt.Errorf("the receiver rejected %d spans: %s", n.Rejected, tui.Printable(n.Message))
+		}
+	}
+	return nil
+}
+
+// writers are the export formats.
+var writers = map[string]func(io.Writer, []export.Trace) error{
+	"otlp":     export.WriteOTLP,
+	"jaeger":   export.WriteJaeger,
+	"perfetto": export.WritePerfetto,
+}
+
+// writeExport writes to path ("-": stdout) through fn; a file is written
+// whole or not at all (a temporary file renamed into place).
+func writeExport(stdout io.Writer, path string, fn func(io.Writer) error) error {
+	if path == "-" {
+		return fn(stdout)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".cpid-export-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// changeByPrefix is the change id names: the change of that id, else the
+// one change whose id starts with it.
+func changeByPrefix(ctx context.Context, st cpid.ChangeReader, id string) (string, error) {
+	cs, err := st.Changes(ctx, cpid.ChangeQuery{IDPrefix: id, Limit: 11})
+	if err != nil {
+		return "", err
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			return id, nil
+		}
+	}
+	switch len(cs) {
+	case 0:
+		return "", fmt.Errorf("no change %q (cpid-tui query changes lists them)", id)
+	case 1:
+		return cs[0].ID, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "change id %q is ambiguous, it starts:", id)
+	for _, c := range cs[:min(len(cs), 10)] {
+		fmt.Fprintf(&b, "\n  %s  %s", c.ID, tui.Printable(c.Verb+" "+object(c.Kind, c.Namespace, c.Name)))
+	}
+	return "", errors.New(b.String())
+}
