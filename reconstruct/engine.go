@@ -26,12 +26,17 @@ type Object struct {
 
 	// last and prev are the two latest successful writes, so that a write
 	// received while another to the same object was in flight finds the one
-	// it could have observed.
-	last, prev *Ref
-	lastRV     int64
-	lastSource string   // the log of the write that stored lastRV
-	lastReq    [20]byte // hash of the latest request body, to spot repeats
-	conds      map[string]int64
+	// it could have observed. specLast and specPrev are the same among the
+	// writes that were not metadata-only patches (metadataOnly): what an
+	// owner's controller creates or deletes dependents for.
+	last, prev         *Ref
+	specLast, specPrev *Ref
+	specHash           [20]byte // of the spec the latest update or create sent
+	hasSpec            bool
+	lastRV             int64
+	lastSource         string   // the log of the write that stored lastRV
+	lastReq            [20]byte // hash of the latest request body, to spot repeats
+	conds              map[string]int64
 
 	// revs numbers the object's writes (revisions and attempts) as they
 	// come; byTime is set once one resourceVersion does not parse; maxRV
@@ -88,12 +93,39 @@ type Ref struct {
 // have reacted to. Watchers see a write when etcd commits it, which is
 // before the apiserver's ResponseComplete stage time; so the test is that the
 // write was received before t.
-func (o *Object) observed(t int64) *Ref {
+func (o *Object) observed(t int64) *Ref { return observed(o.last, o.prev, t) }
+
+// observedSpec is observed among the writes that could change the object's
+// spec; the latest write when none is known.
+func (o *Object) observedSpec(t int64) *Ref {
+	if o.specLast == nil {
+		return o.observed(t)
+	}
+	return observed(o.specLast, o.specPrev, t)
+}
+
+// specChanged reports whether the write e may have changed o's spec, and
+// remembers the spec it sent: not when it was a metadata-only patch, or an
+// update whose spec is the one o had.
+func (o *Object) specChanged(e *Event) bool {
+	if e.metaOnly {
+		return false
+	}
+	same := e.hasSpec && o.hasSpec && e.specHash == o.specHash
+	if e.Subresource == "" || e.Subresource == "scale" {
+		// A spec written without being read (a patch, a scale) is
+		// unknown until the next update sends it whole.
+		o.specHash, o.hasSpec = e.specHash, e.hasSpec
+	}
+	return !same
+}
+
+func observed(last, prev *Ref, t int64) *Ref {
 	switch {
-	case o.last != nil && o.last.ReceivedNS < t:
-		return o.last
-	case o.prev != nil && o.prev.ReceivedNS < t:
-		return o.prev
+	case last != nil && last.ReceivedNS < t:
+		return last
+	case prev != nil && prev.ReceivedNS < t:
+		return prev
 	}
 	return nil
 }
@@ -306,6 +338,9 @@ func (en *Engine) Process(e *Event) {
 		ref.ChangeStart = root.changeStart
 	}
 	o.prev, o.last = o.last, ref
+	if e.hashRequest(); o.specChanged(e) {
+		o.specPrev, o.specLast = o.specLast, ref
+	}
 	o.trace, o.annCPID = e.Traceparent, e.CPID
 	delete(o.failed, w.Writer.Name) // retried: the failure is explained
 	if en.epoch != "" {
@@ -334,6 +369,12 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 				continue
 			}
 			r := c.observed(e.ReceivedNS)
+			if Rules[i].Name == "owner" && e.Subresource == "" && (e.Verb == "create" || e.Verb == "delete") {
+				// An owner's controller creates and deletes dependents
+				// for its spec: a label or an annotation put on the owner
+				// meanwhile (kubectl annotate) did not cause them.
+				r = c.observedSpec(e.ReceivedNS)
+			}
 			if r == nil || seen[r.EventID] || r.EventID == e.ID {
 				continue
 			}

@@ -53,6 +53,9 @@ type Event struct {
 	hashed    bool
 	hasReq    bool
 	reqHash   [20]byte // of Request (hashRequest)
+	metaOnly  bool     // metadataOnly, read by hashRequest
+	hasSpec   bool     // specHash is the hash of the spec the request sent
+	specHash  [20]byte
 }
 
 // Key is the object the event wrote.
@@ -150,4 +153,55 @@ func agentName(ua string) string {
 		return "unknown"
 	}
 	return ua
+}
+
+// metadataOnly reports a patch of an object (not a subresource) whose body
+// sets only its labels or annotations, as kubectl annotate and kubectl
+// label send: a merge or strategic merge patch with only "metadata" (and
+// type meta), or a JSON patch whose every path is under
+// /metadata/annotations or /metadata/labels.
+func metadataOnly(e *Event) bool {
+	if e.Verb != "patch" || e.Subresource != "" || len(e.Request) == 0 {
+		return false
+	}
+	metaPaths := func(p string) bool {
+		return strings.HasPrefix(p, "/metadata/annotations") || strings.HasPrefix(p, "/metadata/labels")
+	}
+	switch e.Request[0] {
+	case '[':
+		var ops []struct {
+			Path string `json:"path"`
+			From string `json:"from"`
+		}
+		if json.Unmarshal(e.Request, &ops) != nil || len(ops) == 0 {
+			return false
+		}
+		for _, op := range ops {
+			if !metaPaths(op.Path) || op.From != "" && !metaPaths(op.From) {
+				return false
+			}
+		}
+		return true
+	case '{':
+		var top map[string]json.RawMessage
+		if json.Unmarshal(e.Request, &top) != nil || top["metadata"] == nil {
+			return false
+		}
+		for k := range top {
+			if k != "metadata" && k != "apiVersion" && k != "kind" {
+				return false
+			}
+		}
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(top["metadata"], &meta) != nil {
+			return false
+		}
+		for k := range meta {
+			if k != "annotations" && k != "labels" && k != "resourceVersion" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

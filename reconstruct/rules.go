@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest/jsonscan"
 )
 
 // Rule finds what caused a write by a controller that carries no CPID of its
@@ -37,7 +38,7 @@ var Rules = []Rule{
 	},
 	{
 		Name: "owner",
-		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes, unless a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
+		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes (for the create or delete of a dependent, the latest that may have changed the owner's spec), unless a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if nodeAgent(w.Writer().Name) {
 				return nil
@@ -182,12 +183,16 @@ func (e *Event) Digest() {
 func (e *Event) HasObject() bool { return e.hasObject || len(e.Object) > 0 }
 
 // hashRequest hashes the request body with the writer and subresource, to
-// spot a writer sending the same request twice (repeated-write).
+// spot a writer sending the same request twice (repeated-write), and notes
+// whether it was a metadata-only patch (metadataOnly) and the hash of the
+// spec it sent (hashSpec).
 func (e *Event) hashRequest() {
 	if e.hashed {
 		return
 	}
 	e.hashed = true
+	e.metaOnly = metadataOnly(e)
+	e.hashSpec()
 	if len(e.Request) > 0 {
 		h := sha1.New()
 		h.Write([]byte(e.Username))
@@ -263,3 +268,23 @@ func appendTarget(ks []cpid.ObjectKey, t *targetRef, ns string) []cpid.ObjectKey
 // nodeAgent reports a writer that runs on nodes: a kubelet, or KWOK in its
 // place.
 func nodeAgent(writer string) bool { return strings.HasPrefix(writer, "kubelet ") || writer == "kwok" }
+
+// hashSpec hashes the spec a create or an update of an object sends (the
+// whole object): comparing it with the object's previous one tells an
+// update that changed only metadata (a controller copying annotations)
+// from one that changed the spec.
+func (e *Event) hashSpec() {
+	if e.Subresource != "" || e.Verb != "create" && e.Verb != "update" || len(e.Request) == 0 || e.Request[0] != '{' {
+		return
+	}
+	d := jsonscan.Get()
+	defer d.Release()
+	if d.Parse(e.Request) != nil {
+		return
+	}
+	for i := range d.Members {
+		if m := &d.Members[i]; string(m.Key(d.Buf)) == "spec" {
+			e.specHash, e.hasSpec = sha1.Sum(d.Buf[m.ValStart:m.ValEnd]), true
+		}
+	}
+}

@@ -21,6 +21,9 @@ type savedObject struct {
 	Targets     []cpid.ObjectKey `json:",omitempty"`
 	PrevTargets []cpid.ObjectKey `json:",omitempty"`
 	Last, Prev  *Ref             `json:",omitempty"`
+	SpecLast    *Ref             `json:",omitempty"`
+	SpecPrev    *Ref             `json:",omitempty"`
+	SpecHash    *[20]byte        `json:",omitempty"`
 	LastRV      int64            `json:",omitempty"`
 	LastSource  string           `json:",omitempty"`
 	LastReq     [20]byte         `json:",omitempty"`
@@ -54,6 +57,7 @@ func (en *Engine) MarshalState() ([]byte, error) {
 	for _, o := range en.objects {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
+			SpecLast: o.specLast, SpecPrev: o.specPrev, SpecHash: specHashOf(o),
 			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
 			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
 			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, Marked: o.marked, Trace: o.trace, AnnCPID: o.annCPID})
@@ -91,9 +95,13 @@ func (en *Engine) RestoreState(b []byte) error {
 	}
 	for _, so := range s.Objects {
 		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
-			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, lastRV: so.LastRV, lastSource: so.LastSource,
+			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, specLast: so.SpecLast, specPrev: so.SpecPrev,
+			lastRV: so.LastRV, lastSource: so.LastSource,
 			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
 			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, marked: so.Marked, trace: so.Trace, annCPID: so.AnnCPID}
+		if so.SpecHash != nil {
+			o.specHash, o.hasSpec = *so.SpecHash, true
+		}
 		en.objects[o.Key] = o
 		if o.UID != "" {
 			en.byUID[o.UID] = o.Key
@@ -115,4 +123,12 @@ func (en *Engine) RestoreMergelog(m cpid.Mergelog) error {
 	}
 	en.recorded[m.CPID] |= originBit(m.Origin)
 	return nil
+}
+
+func specHashOf(o *Object) *[20]byte {
+	if !o.hasSpec {
+		return nil
+	}
+	h := o.specHash
+	return &h
 }
