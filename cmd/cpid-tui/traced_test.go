@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // TestTracedFixture: on a recording where a traced CI job created a
@@ -69,6 +72,7 @@ func TestTracedFixture(t *testing.T) {
 			t.Errorf("%s: %d user changes in its window, want 1", a.ID, len(found))
 			continue
 		}
+		checkExportTrace(t, dbPath, found[0], a.Traceparent)
 		if a.Traceparent == "" {
 			continue
 		}
@@ -91,5 +95,55 @@ func TestTracedFixture(t *testing.T) {
 	}
 	if traced < 2 {
 		t.Errorf("the ground truth has %d traced actions, want 2", traced)
+	}
+}
+
+// checkExportTrace exports a change as OTLP and checks that a traced
+// client's change is in the client's trace, its root write's span a child
+// of the client's span, and an untraced change in a trace of its own.
+func checkExportTrace(t *testing.T, dbPath, change, traceparent string) {
+	t.Helper()
+	code, out, e := runCmd(t, nil, "export", change, "--format", "otlp", "-o", "-", "--db", dbPath)
+	if code != 0 {
+		t.Fatalf("export %s: %d %s", change, code, e)
+	}
+	var td struct {
+		ResourceSpans []struct {
+			ScopeSpans []struct {
+				Spans []struct {
+					TraceID      string `json:"traceId"`
+					ParentSpanID string `json:"parentSpanId"`
+				}
+			}
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &td) != nil {
+		t.Fatalf("export %s: want one TracesData line, got %d:\n%.300s", change, len(lines), out)
+	}
+	tp, _ := cpid.ParseTraceparent(traceparent)
+	var spans, inTrace, underClient int
+	for _, rs := range td.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				spans++
+				if s.TraceID == tp.TraceIDString() {
+					inTrace++
+				}
+				if s.ParentSpanID == tp.SpanIDString() {
+					underClient++
+				}
+			}
+		}
+	}
+	t.Logf("export of %s: %d spans, %d in the traceparent's trace, %d under its span", change, spans, inTrace, underClient)
+	switch {
+	case spans == 0:
+		t.Errorf("export of %s has no spans", change)
+	case traceparent != "" && (inTrace != spans || underClient != 1):
+		t.Errorf("export of %s: %d of %d spans in trace %s, %d under the client's span %s; want all, and one",
+			change, inTrace, spans, tp.TraceIDString(), underClient, tp.SpanIDString())
+	case traceparent == "" && inTrace != 0:
+		t.Errorf("export of untraced %s: %d spans in a traced client's trace", change, inTrace)
 	}
 }
