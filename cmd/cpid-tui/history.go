@@ -25,7 +25,8 @@ write before it), the verb and response code, the writer (as reconstruct
 names it) and its user agent, the change the write belongs to with what
 started that change, and the cause: the rule that found it, the write it
 reacted to and the hop latency, why it waited. Failed writes are listed
-too, with their code. Run cpid-tui reconstruct first.
+too, with their code. Run cpid-tui reconstruct first. In cpid-tui browse,
+H on a change shows the same history of the object under the cursor.
 
 TYPE/NAME is a kubectl-style reference, case-insensitive: a resource's
 plural, singular or short name or its kind (deployments/web,

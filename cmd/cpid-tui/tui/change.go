@@ -170,6 +170,8 @@ func (c *changeScreen) update(msg tea.Msg) tea.Cmd {
 			return c.show(paneLogs)
 		case key.Matches(msg, k.Tab4):
 			return c.show(paneRevisions)
+		case key.Matches(msg, k.History) && c.loaded && c.err == nil:
+			return c.history()
 		}
 		if !c.loaded || c.err != nil {
 			return nil
@@ -208,6 +210,29 @@ func (c *changeScreen) show(tab int) tea.Cmd {
 func (c *changeScreen) openRevisions(ref cpid.ObjectKey, kind string, eventID int64) tea.Cmd {
 	c.tab = paneRevisions
 	return c.revs.open(ref, kind, eventID)
+}
+
+// history opens the history of the object shown: the revisions pane's, the
+// timeline cursor's, else the one the change started on.
+func (c *changeScreen) history() tea.Cmd {
+	// The change's objects are in its cluster: a fleet may hold another
+	// object of the same name.
+	open := func(k cpid.ObjectKey, kind string, at int64) tea.Cmd {
+		k.Cluster = c.row.Cluster
+		return push(newHistory(c.a, k, kind, c.id, at))
+	}
+	if c.tab == paneRevisions && c.revs.requested {
+		var at int64
+		if i, ok := c.revs.current(); ok {
+			at = c.revs.revs[i].EventID
+		}
+		return open(c.revs.ref, c.revs.kind, at)
+	}
+	if e, ok := c.tl.cursorEntry(); ok && c.tab != paneDAG {
+		return open(cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
+	}
+	r := c.row
+	return open(cpid.ObjectKey{Group: r.APIGroup, Resource: r.Resource, Namespace: r.Namespace, Name: r.Name}, r.Kind, 0)
 }
 
 // linked opens the changes linked to a CPID through the merge DAG: its
@@ -287,7 +312,7 @@ func (c *changeScreen) status() string {
 
 func (c *changeScreen) help() []key.Binding {
 	k := &c.a.keys
-	return append([]key.Binding{k.Tab, k.BackTab, k.Tab1, k.Tab2, k.Tab3, k.Tab4}, c.pane().help()...)
+	return append([]key.Binding{k.Tab, k.BackTab, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.History}, c.pane().help()...)
 }
 
 func (c *changeScreen) hints() []key.Binding {

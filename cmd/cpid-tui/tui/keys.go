@@ -19,6 +19,8 @@ type keys struct {
 	ZoomIn, ZoomOut, ZoomReset, Lanes key.Binding // timeline
 
 	Base, Managed, DiffDown, DiffUp key.Binding // revisions
+
+	History key.Binding // a change's timeline and revisions
 }
 
 func newKeys() keys {
@@ -63,5 +65,7 @@ func newKeys() keys {
 		Managed:  b("m", "managedFields", "m"),
 		DiffDown: b("J/ctrl+d", "scroll diff down", "J", "ctrl+d"),
 		DiffUp:   b("K/ctrl+u", "scroll diff up", "K", "ctrl+u"),
+
+		History: b("H", "object history: its writes across changes", "H"),
 	}
 }

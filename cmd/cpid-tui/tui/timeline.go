@@ -39,12 +39,16 @@ type timelineView struct {
 	zoom    float64                     // 1 shows the whole change; 2 half of it...
 	byObj   bool                        // lanes per object instead of per controller
 	anoms   map[int64][]cpid.AnomalyRow // by event
+	focus   int64                       // the write to put the cursor on once loaded (0: none)
 }
 
 func (t *timelineView) set(ents []cpid.TimelineEntry, spans []cpid.ChangeSpan) {
 	keep := int64(-1)
 	if e, ok := t.cursorEntry(); ok {
 		keep = e.EventID
+	}
+	if t.focus != 0 {
+		keep, t.focus = t.focus, 0
 	}
 	t.all, t.spans = ents, spans
 	t.apply(keep)

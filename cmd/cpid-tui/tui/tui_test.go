@@ -239,6 +239,8 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "change-timeline-80x24", w: 80, h: 24, keys: []string{"j", "enter", "2", "j", "j", "j"}},
 		{name: "change-logs-80x24", w: 80, h: 24, keys: []string{"j", "enter", "2", "j", "j", "j", "3"}},
 		{name: "change-revisions-80x24", w: 80, h: 24, keys: []string{"j", "enter", "4"}},
+		{name: "history", w: 100, h: 30, keys: []string{"j", "enter", "2", "j", "H"}},
+		{name: "history-revisions-80x24", w: 80, h: 24, keys: []string{"j", "enter", "4", "H", "k"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newTest(t, c.w, c.h, Options{})

@@ -1,0 +1,298 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// historyLimit bounds the writes read for one object: the latest ones.
+const historyLimit = 500
+
+// historyScreen is an object's history (cpid-tui history in the UI): every
+// write of the object across changes, who made it, its change and its
+// cause. Enter opens a write's change at that write.
+type historyScreen struct {
+	a      *app
+	ref    cpid.ObjectKey
+	kind   string
+	from   string // the change the screen was opened from
+	focus  int64  // the write to put the cursor on once loaded
+	seq    int
+	loaded bool
+	err    error
+	all    []cpid.ObjectWrite
+	more   bool
+	rows   []cpid.ObjectWrite // those the filter keeps
+	filter string
+	cursor int
+	top    int
+}
+
+type historyLoaded struct {
+	to   *historyScreen
+	seq  int
+	ws   []cpid.ObjectWrite
+	more bool
+	err  error
+}
+
+func (m historyLoaded) target() screen { return m.to }
+
+// newHistory opens the history of an object, the cursor on write eventID
+// (the last write of change from when 0).
+func newHistory(a *app, ref cpid.ObjectKey, kind, from string, eventID int64) *historyScreen {
+	return &historyScreen{a: a, ref: ref, kind: kind, from: from, focus: eventID}
+}
+
+func (h *historyScreen) crumb() string {
+	return "history of " + object(h.kind, h.ref.Namespace, h.ref.Name)
+}
+
+func (h *historyScreen) load() tea.Cmd {
+	h.seq++
+	if i, ok := h.current(); ok && h.loaded {
+		h.focus = h.rows[i].EventID
+	}
+	seq, st, ctx, ref := h.seq, h.a.st, h.a.ctx, h.ref
+	return func() tea.Msg {
+		ws, more, err := st.ObjectHistory(ctx, cpid.HistoryQuery{Object: ref, Limit: historyLimit})
+		return historyLoaded{to: h, seq: seq, ws: ws, more: more, err: err}
+	}
+}
+
+func (h *historyScreen) current() (int, bool) {
+	return h.cursor, h.cursor >= 0 && h.cursor < len(h.rows)
+}
+
+// apply filters the writes and places the cursor on the focused write,
+// else on the last write of the change the screen came from, else on the
+// last write.
+func (h *historyScreen) apply() {
+	h.rows = h.rows[:0:0]
+	f := strings.ToLower(h.filter)
+	for _, w := range h.all {
+		hay := strings.ToLower(strings.Join([]string{w.Writer, w.User, withSub(w.Verb, w.Subresource), w.Change, string(w.Trigger),
+			w.Rule, string(w.Explain), w.ResourceVersion}, " "))
+		if f == "" || strings.Contains(hay, f) {
+			h.rows = append(h.rows, w)
+		}
+	}
+	at := -1
+	for i, w := range h.rows {
+		if h.focus != 0 && w.EventID == h.focus {
+			at = i
+			break
+		}
+		if h.focus == 0 && w.Change == h.from {
+			at = i
+		}
+	}
+	if at >= 0 {
+		h.cursor = at
+	}
+	h.cursor = clamp(h.cursor, len(h.rows))
+}
+
+func (h *historyScreen) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case historyLoaded:
+		if msg.seq != h.seq {
+			return nil
+		}
+		h.loaded, h.err, h.all, h.more = true, msg.err, msg.ws, msg.more
+		// In the order they completed, as cpid-tui history lists them: a
+		// failed write comes in the object's order after the revision it
+		// was based on, which may have completed after it.
+		sort.SliceStable(h.all, func(i, j int) bool {
+			if h.all[i].NS != h.all[j].NS {
+				return h.all[i].NS < h.all[j].NS
+			}
+			return h.all[i].EventID < h.all[j].EventID
+		})
+		h.apply()
+		h.focus = 0
+	case tea.KeyPressMsg:
+		k := &h.a.keys
+		n := len(h.rows)
+		switch {
+		case key.Matches(msg, k.Up):
+			h.cursor = clamp(h.cursor-1, n)
+		case key.Matches(msg, k.Down):
+			h.cursor = clamp(h.cursor+1, n)
+		case key.Matches(msg, k.PageUp):
+			h.cursor = clamp(h.cursor-10, n)
+		case key.Matches(msg, k.PageDown):
+			h.cursor = clamp(h.cursor+10, n)
+		case key.Matches(msg, k.Top):
+			h.cursor = 0
+		case key.Matches(msg, k.Bottom):
+			h.cursor = clamp(n-1, n)
+		case key.Matches(msg, k.Open):
+			i, ok := h.current()
+			if !ok {
+				return nil
+			}
+			w := h.rows[i]
+			if w.Change == "" {
+				return func() tea.Msg { return noticeMsg("a background write: no change to open") }
+			}
+			c := newChange(h.a, w.Change)
+			c.tab, c.tl.focus = paneTimeline, w.EventID
+			return push(c)
+		}
+	}
+	return nil
+}
+
+// historyWidths are the widths of the list's columns in w cells.
+func historyWidths(w int) (writer, verb, change, cause int) {
+	writer = max(12, min(24, (w-44)/2))
+	verb = 17 // update/status 409
+	change = 13
+	cause = max(0, w-4-13-writer-1-verb-1-change-1)
+	return writer, verb, change, cause
+}
+
+func (h *historyScreen) view(w, hgt int) string {
+	s := &h.a.sty
+	name := object(h.kind, h.ref.Namespace, h.ref.Name)
+	switch {
+	case h.err != nil:
+		return block([]string{"", " " + s.warn.Render("error: "+h.err.Error())}, w, hgt)
+	case !h.loaded:
+		return block([]string{"", " loading the history of " + name + "…"}, w, hgt)
+	}
+	more := ""
+	if h.more {
+		more = fmt.Sprintf(" (the last %d)", len(h.all))
+	}
+	lines := []string{s.dim.Render(fmt.Sprintf(" %s: %s%s across changes · enter opens a write's change there", name, plural(len(h.all), "write"), more))}
+	writerW, verbW, changeW, _ := historyWidths(w)
+	lines = append(lines, s.header.Render(fit("    "+fit("TIME", 13)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("CHANGE", changeW+1)+"CAUSE", w)))
+	const detailH = 4
+	listH := max(1, hgt-len(lines)-detailH)
+	h.top = window(h.top, h.cursor, len(h.rows), listH)
+	for i := h.top; i < min(len(h.rows), h.top+listH); i++ {
+		lines = append(lines, h.row(i, w))
+	}
+	if len(h.rows) == 0 {
+		lines = append(lines, "  no write matches the filter")
+	}
+	for len(lines) < hgt-detailH {
+		lines = append(lines, "")
+	}
+	return block(append(lines[:hgt-detailH], h.detail(w)...), w, hgt)
+}
+
+func (h *historyScreen) row(i, w int) string {
+	s := &h.a.sty
+	x := h.rows[i]
+	verb := withSub(x.Verb, x.Subresource)
+	if x.Attempt {
+		verb += fmt.Sprintf(" %d", x.Code)
+	}
+	ch := "background"
+	switch {
+	case x.Change == h.from:
+		ch = "this change"
+	case x.Change != "":
+		ch = short(x.Change) + " " + string(x.Trigger)
+	}
+	writerW, verbW, changeW, causeW := historyWidths(w)
+	line := mark(i == h.cursor) + fit(clock(x.NS), 13) + fit(x.Writer, writerW) + " " + fit(verb, verbW) + " " + fit(ch, changeW) + " " +
+		fit(h.cause(x), causeW)
+	switch {
+	case i == h.cursor:
+		return s.cursor.Render(fit(line, w))
+	case x.Attempt:
+		return s.failed.Render(line)
+	}
+	return line
+}
+
+// cause says in a few words why a write happened.
+func (h *historyScreen) cause(x cpid.ObjectWrite) string {
+	c := x.Cause
+	switch {
+	case c == nil && x.Origin == "root":
+		return "started the change"
+	case c == nil:
+		return "-"
+	}
+	obj := object(cpid.KindOf("", c.Resource), "", c.Name)
+	if c.Resource == h.ref.Resource && c.APIGroup == h.ref.Group && c.Namespace == h.ref.Namespace && c.Name == h.ref.Name {
+		obj = "itself"
+	}
+	return fmt.Sprintf("%s: %s %s %s +%s %s", x.Rule, c.Writer, withSub(c.Verb, c.Subresource), obj, dur(x.HopNS), x.Explain)
+}
+
+// detail describes the selected write: who (user and agent), its change
+// and what started it, its cause in full.
+func (h *historyScreen) detail(w int) []string {
+	s := &h.a.sty
+	i, ok := h.current()
+	if !ok {
+		return []string{s.dim.Render(strings.Repeat("─", w))}
+	}
+	x := h.rows[i]
+	first := fmt.Sprintf(" %s  %s %s · code %d · user %s (%s)", stamp(x.NS), x.Writer, withSub(x.Verb, x.Subresource), x.Code, x.User, agent(x.UserAgent))
+	if x.ResourceVersion != "" {
+		first += " · rv " + x.ResourceVersion
+	}
+	second := " a background write: no change"
+	if x.Change != "" {
+		second = " change " + x.Change + " · trigger " + string(x.Trigger)
+		if x.TriggerDetail != "" {
+			second += " (" + x.TriggerDetail + ")"
+		}
+	}
+	third := " started its change"
+	switch c := x.Cause; {
+	case c != nil:
+		third = fmt.Sprintf(" caused by %s %s %s at %s (rule %s, %s); hop %s", c.Writer, withSub(c.Verb, c.Subresource),
+			object(cpid.KindOf("", c.Resource), c.Namespace, c.Name), clock(c.NS), x.Rule, x.Confidence, dur(x.HopNS))
+		if x.Explain != "" {
+			third += " · why: " + string(x.Explain)
+			if x.ExplainDetail != "" {
+				third += " (" + x.ExplainDetail + ")"
+			}
+		}
+	case x.Origin != "root":
+		third = " no cause found"
+	}
+	return []string{s.dim.Render(strings.Repeat("─", w)), first, second, third}
+}
+
+func (h *historyScreen) status() string {
+	i, ok := h.current()
+	if !ok {
+		return h.crumb()
+	}
+	x := h.rows[i]
+	return fmt.Sprintf("write %d/%d  %s  %s %s", i+1, len(h.rows), object(h.kind, h.ref.Namespace, h.ref.Name), x.Writer, withSub(x.Verb, x.Subresource))
+}
+
+func (h *historyScreen) help() []key.Binding {
+	k := &h.a.keys
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open}
+}
+
+func (h *historyScreen) hints() []key.Binding { return []key.Binding{h.a.keys.Open} }
+
+func (h *historyScreen) filterText() string { return h.filter }
+
+func (h *historyScreen) setFilter(f string) tea.Cmd {
+	h.filter = f
+	if i, ok := h.current(); ok {
+		h.focus = h.rows[i].EventID
+	}
+	h.apply()
+	h.focus = 0
+	return nil
+}
