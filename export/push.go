@@ -147,7 +147,7 @@ func (p *Pusher) send(ctx context.Context, traces []Trace) (int64, string, error
 			return rejected, msg, err
 		}
 		if attempt >= attempts {
-			return 0, "", fmt.Errorf("otlp: push to %s: gave up after %d attempts: %w", p.Endpoint, attempt, err)
+			return 0, "", fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
 		wait := backoff
 		if retry.wait > 0 {
@@ -195,10 +195,9 @@ func (p *Pusher) post(ctx context.Context, body []byte) (int64, string, error) {
 		return 0, "", &errRetry{err: fmt.Errorf("otlp: push to %s: %w", p.Endpoint, err)}
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil && resp.StatusCode == http.StatusOK {
-		return 0, "", &errRetry{err: fmt.Errorf("otlp: push to %s: reading the answer: %w", p.Endpoint, err)}
-	}
+	// A 200 is the receiver taking the data: what it says with it (a
+	// partial success) is read if it can be.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	switch resp.StatusCode {
 	case http.StatusOK:
 		rejected, msg := partialSuccess(answer)

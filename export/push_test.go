@@ -144,7 +144,7 @@ func TestPushGivesUp(t *testing.T) {
 		requests int
 		want     string
 	}{
-		{"retried until the attempts run out", 503, 3, "gave up after 3 attempts: otlp: push to %s: 503 Service Unavailable: busy"},
+		{"retried until the attempts run out", 503, 3, "otlp: push to %s: 503 Service Unavailable: busy (gave up after 3 attempts)"},
 		{"not retried", 400, 1, "otlp: push to %s: 400 Bad Request: busy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestPushNoAnswer(t *testing.T) {
 	ds, sleep := waits()
 	p := &Pusher{Endpoint: "http://" + addr + "/v1/traces", Attempts: 4, Sleep: sleep}
 	_, err = p.Push(context.Background(), testTraces(1, 1))
-	if err == nil || !strings.Contains(err.Error(), "gave up after 4 attempts") || !strings.Contains(err.Error(), "connection refused") {
+	if err == nil || !strings.Contains(err.Error(), "(gave up after 4 attempts)") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("error %v", err)
 	}
 	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !cmp.Equal(*ds, want) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -72,11 +73,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	all := fs.Bool("all", false, "every change")
 	filter := fs.String("filter", "", "the changes whose namespace, name, kind, user or id contains this (as query changes)")
 	limit := fs.Int("limit", 0, "at most this many changes, newest first (0: all)")
-	endpoint := fs.String("otlp-endpoint", "", "push the traces to this OTLP/HTTP receiver, e.g. http://localhost:4318")
-	var headers paths
-	fs.Var(&headers, "otlp-header", "a header of the pushes, KEY=VALUE (authentication, a tenant: X-Scope-OrgID=team); repeatable")
-	attempts := fs.Int("otlp-attempts", 5, "send a failed push this many times at most")
-	timeout := fs.Duration("otlp-timeout", 30*time.Second, "give up on one push request after this long")
+	newPusher := otlpFlags(fs)
 	ids, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -99,33 +96,14 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return usage("give change IDs, --all or --filter TEXT, one of them")
 	case *limit < 0:
 		return usage(fmt.Sprintf("--limit %d: give 0 (all) or more", *limit))
-	case *attempts < 1:
-		return usage(fmt.Sprintf("--otlp-attempts %d: give 1 or more", *attempts))
 	}
 	write, ok := writers[*format]
 	if !ok {
 		return usage(fmt.Sprintf("unknown --format %q (otlp, jaeger, perfetto)", *format))
 	}
-	var pusher *export.Pusher
-	if *endpoint != "" {
-		u, err := export.EndpointURL(*endpoint)
-		if err != nil {
-			return usage(err.Error())
-		}
-		h := http.Header{}
-		for _, kv := range headers {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || strings.TrimSpace(k) == "" {
-				return usage(fmt.Sprintf("--otlp-header %q: give KEY=VALUE", kv))
-			}
-			h.Add(strings.TrimSpace(k), v)
-		}
-		pusher = &export.Pusher{Endpoint: u, Header: h, Attempts: *attempts, Timeout: *timeout,
-			Retried: func(attempt int, wait time.Duration, err error) {
-				fmt.Fprintf(e.stderr, "export: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
-			}}
-	} else if len(headers) > 0 {
-		return usage("--otlp-header needs --otlp-endpoint")
+	pusher, err := newPusher(e)
+	if err != nil {
+		return usage(err.Error())
 	}
 	if *out == "" && pusher == nil {
 		*out = "-"
@@ -193,6 +171,44 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// otlpFlags adds the flags of a push over OTLP/HTTP; the result makes the
+// Pusher once the flags are parsed (nil without --otlp-endpoint), or says
+// what is wrong with them.
+func otlpFlags(fs *flag.FlagSet) func(e *env) (*export.Pusher, error) {
+	endpoint := fs.String("otlp-endpoint", "", "push the traces to this OTLP/HTTP receiver (a collector, Tempo, Jaeger v2), e.g. http://localhost:4318")
+	var headers paths
+	fs.Var(&headers, "otlp-header", "a header of the pushes, KEY=VALUE (authentication, a tenant: X-Scope-OrgID=team); repeatable")
+	attempts := fs.Int("otlp-attempts", 5, "send a failed push this many times at most")
+	timeout := fs.Duration("otlp-timeout", 30*time.Second, "give up on one push request after this long")
+	return func(e *env) (*export.Pusher, error) {
+		if *endpoint == "" {
+			if len(headers) > 0 {
+				return nil, errors.New("--otlp-header needs --otlp-endpoint")
+			}
+			return nil, nil
+		}
+		if *attempts < 1 {
+			return nil, fmt.Errorf("--otlp-attempts %d: give 1 or more", *attempts)
+		}
+		u, err := export.EndpointURL(*endpoint)
+		if err != nil {
+			return nil, err
+		}
+		h := http.Header{}
+		for _, kv := range headers {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				return nil, fmt.Errorf("--otlp-header %q: give KEY=VALUE", kv)
+			}
+			h.Add(strings.TrimSpace(k), v)
+		}
+		return &export.Pusher{Endpoint: u, Header: h, Attempts: *attempts, Timeout: *timeout,
+			Retried: func(attempt int, wait time.Duration, err error) {
+				fmt.Fprintf(e.stderr, "otlp: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
+			}}, nil
+	}
 }
 
 // writers are the export formats.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+	"github.com/cpid-dev/cpid/export"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -58,7 +59,12 @@ it: killed at any instant and restarted, it loses nothing and stores nothing
 twice. Ctrl-C or SIGTERM stores what was read, then exits.
 
 Every --reconstruct-every, it brings the derived tables up to date, so that
-'cpid-tui browse' or 'query' on the same database sees fresh changes.
+'cpid-tui browse' or 'query' on the same database sees fresh changes. With
+--otlp-endpoint it then pushes the changes that settled (quiet for
+--otlp-settle) as traces over OTLP/HTTP, as 'cpid-tui export' would, and
+later writes of a change pushed as more spans of its trace; on Ctrl-C or
+SIGTERM it brings the tables up to date and pushes what is left
+(docs/EXPORT.md).
 
 --status prints, from the database, where each followed log stands and its
 counters (lines, records, duplicates, bad lines, possible losses, the lag of
@@ -83,8 +89,19 @@ Examples:
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	redaction := redactFlag(fs)
 	cluster := clusterFlag(fs, defaultCluster)
+	newPusher := otlpFlags(fs)
+	settle := fs.Duration("otlp-settle", 30*time.Second, "--otlp-endpoint: push a change once its last write is this much older than the settled data")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	pusher, err := newPusher(e)
+	switch {
+	case err != nil:
+		fmt.Fprintln(e.stderr, "cpid-tui tail:", err)
+		return errUsage
+	case pusher != nil && (*every <= 0 || *status):
+		fmt.Fprintln(e.stderr, "cpid-tui tail: --otlp-endpoint pushes what reconstruct derives: it needs --reconstruct-every above 0, and no --status")
+		return errUsage
 	}
 	if fs.NArg() > 0 || (!*status && len(audit)+len(controller) == 0) {
 		if fs.NArg() == 0 {
@@ -133,10 +150,40 @@ Examples:
 		},
 		BatchSize: *batch,
 	}
+	var stream *export.Stream
+	if pusher != nil {
+		pusher.Retried = func(attempt int, wait time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(e.stderr, "tail: otlp: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
+		}
+		stream = &export.Stream{Pusher: pusher, Settle: *settle}
+	}
+	// push sends what settled after a run; a failure is said, and what
+	// was not sent is sent after the next run.
+	push := func(ctx context.Context, final bool) {
+		n, err := stream.Push(ctx, st, final)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(err.Error()))
+		} else if n.Rejected > 0 {
+			fmt.Fprintf(e.stderr, "tail: otlp: the receiver rejected %d spans: %s\n", n.Rejected, tui.Printable(n.Message))
+		}
+	}
 	if *every > 0 {
 		t.ReconstructEvery = *every
 		t.Reconstruct = func(ctx context.Context) error {
 			_, err := reconstruct.Run(ctx, st, runOptions(false, reconstruct.LiveStepRows))
+			if err == nil && stream != nil {
+				// A push under way when the tailer stops is given 10 s
+				// to finish: cut short, the receiver may have the
+				// spans that the last push then sends again.
+				pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+				defer cancel()
+				defer context.AfterFunc(ctx, func() { time.AfterFunc(10*time.Second, cancel) })()
+				push(pctx, false)
+			}
 			return err
 		}
 	}
@@ -153,6 +200,15 @@ Examples:
 	mu.Unlock()
 	g.Go(func() error { return t.Run(ctx) })
 	err = g.Wait()
+	if stream != nil && err == nil {
+		// What was read last is derived and pushed before exiting.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		if _, rerr := reconstruct.Run(fctx, st, runOptions(false, reconstruct.LiveStepRows)); rerr != nil {
+			fmt.Fprintf(e.stderr, "tail: reconstruct: %s\n", tui.Printable(rerr.Error()))
+		}
+		push(fctx, true)
+		cancel()
+	}
 	fmt.Fprintf(e.stderr, "tail: stopped: %d lines read, %d audit events and %d log records stored, %d duplicates, %d bad lines, %d possible losses\n",
 		m.Lines.Load(), m.Audits.Load(), m.Logs.Load(), m.Dups.Load(), m.Bad.Load(), m.PossibleLoss.Load())
 	return err
