@@ -1,0 +1,100 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// dur formats a duration in ns as the query tables do.
+func dur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < 0:
+		return "-" + dur(-ns)
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/1e6)
+	case d < time.Hour:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// stamp formats a Unix-ns time with its date, UTC, to the millisecond.
+func stamp(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// explain names why a hop waited; an empty one is unexplained.
+func explain(e cpid.Explain) string {
+	if e == "" {
+		return string(cpid.ExplainUnexplained)
+	}
+	return string(e)
+}
+
+// short abbreviates a CPID or change id (a UUID) to its first 8 characters.
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// plural formats a count with its noun.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// mdEscaper escapes what Markdown would read as markup in a line of text
+// or a table cell (CommonMark's backslash escapes of ASCII punctuation).
+var mdEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`", `*`, `\*`, `_`, `\_`, `[`, `\[`, `]`, `\]`, `<`, `\<`, `>`, `\>`,
+	`|`, `\|`, `#`, `\#`, `&`, `\&`, `!`, `\!`, `~`, `\~`)
+
+// md is s as Markdown text that shows s.
+func md(s string) string { return mdEscaper.Replace(s) }
+
+// fence returns a code fence longer than any run of backticks in lines.
+func fence(lines []string) string {
+	return strings.Repeat("`", max(3, longestTicks(lines)+1))
+}
+
+// longestTicks is the longest run of backticks in lines.
+func longestTicks(lines []string) int {
+	longest := 0
+	for _, l := range lines {
+		run := 0
+		for _, c := range l {
+			if c == '`' {
+				run++
+				longest = max(longest, run)
+			} else {
+				run = 0
+			}
+		}
+	}
+	return longest
+}
+
+// code is s as a Markdown code span, delimited by more backticks than
+// any run in s.
+func code(s string) string {
+	n := longestTicks([]string{s})
+	if n == 0 {
+		return "`" + s + "`"
+	}
+	f := strings.Repeat("`", n+1)
+	return f + " " + s + " " + f
+}

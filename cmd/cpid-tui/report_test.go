@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+)
+
+// reportFixtures are the real recorded bundles (fixtures/README.md);
+// envelopes/ is basic's audit log in other wrappings, and left out.
+var reportFixtures = []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "figure-5-text",
+	"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "load"}
+
+// TestReportFixtures renders the report of each real fixture's first and
+// largest change in both formats and checks them against what query
+// reads of the same change: the HTML is well formed and its SVG charts
+// are well-formed XML, each chart has one lane per writer (and per
+// service of a controller span) and one mark per write of the timeline,
+// the critical path's writes marked as such; the write table has a row
+// per write; nothing in the page would load anything (no script, no
+// link, no image, no URL in an attribute or a style). The Markdown's
+// chart file passes the same checks, and its table has a row per write.
+func TestReportFixtures(t *testing.T) {
+	for _, f := range reportFixtures {
+		t.Run(f, func(t *testing.T) {
+			db := reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle"))
+			code, js, e := runCmd(t, nil, "query", "changes", "--db", db, "--limit", "0", "--output", "json")
+			var cs []cpid.ChangeRow
+			if code != 0 || json.Unmarshal([]byte(js), &cs) != nil || len(cs) == 0 {
+				t.Fatalf("query changes: %d %s", code, e)
+			}
+			first, largest := cs[0], cs[0]
+			for _, c := range cs {
+				if c.StartedNS < first.StartedNS {
+					first = c
+				}
+				if c.Writes > largest.Writes || c.Writes == largest.Writes && c.StartedNS < largest.StartedNS {
+					largest = c
+				}
+			}
+			picked := []cpid.ChangeRow{first}
+			if largest.ID != first.ID {
+				picked = append(picked, largest)
+			}
+			for _, c := range picked {
+				checkReport(t, db, c.ID)
+			}
+		})
+	}
+}
+
+// checkReport renders change id in both formats and checks them.
+func checkReport(t *testing.T, db, id string) {
+	t.Helper()
+	ts := queryJSON[[]cpid.TimelineEntry](t, "query", "timeline", id, "--db", db, "--output", "json")
+	spans := queryJSON[[]cpid.SpanRow](t, "query", "spans", id, "--db", db, "--output", "json")
+	// The lanes: the writers in order of their first write, then the
+	// services of controller spans that wrote nothing.
+	var lanes []string
+	for _, x := range ts {
+		if w := tui.Printable(x.Writer); !slices.Contains(lanes, w) {
+			lanes = append(lanes, w)
+		}
+	}
+	for _, s := range spans {
+		if s.Kind == "controller" && !slices.Contains(lanes, tui.Printable(s.Service)) {
+			lanes = append(lanes, tui.Printable(s.Service))
+		}
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	if code, _, e := runCmd(t, nil, "report", id, "--db", db, "-o", page); code != 0 {
+		t.Fatalf("report %s: %d %s", id, code, e)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, string(b))
+	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(string(b), -1)
+	if len(svgs) != 2 {
+		t.Fatalf("%s: %d SVG charts in the page, want 2 (wide and narrow)", id, len(svgs))
+	}
+	for _, s := range svgs {
+		checkChart(t, id, s, ts, lanes)
+	}
+	for _, x := range ts {
+		if n := strings.Count(string(b), fmt.Sprintf(`<tr id="w%d"`, x.EventID)); n != 1 {
+			t.Errorf("%s: write %d has %d rows in the table, want 1", id, x.EventID, n)
+		}
+	}
+
+	// Markdown, named by a prefix of the id, with its chart beside it.
+	doc := filepath.Join(dir, "post-mortem.md")
+	if code, _, e := runCmd(t, nil, "report", id[:13], "--db", db, "-o", doc); code != 0 {
+		t.Fatalf("report %s --format md: %d %s", id[:13], code, e)
+	}
+	mdb, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMarkdown(t, string(mdb), "post-mortem.timeline.svg", len(ts))
+	svg, err := os.ReadFile(filepath.Join(dir, "post-mortem.timeline.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChart(t, id, string(svg), ts, lanes)
+	if strings.Contains(string(svg), "narrow") {
+		t.Errorf("%s: the Markdown's chart is the narrow one", id)
+	}
+}
+
+// queryJSON runs a cpid-tui command and decodes its JSON output.
+func queryJSON[T any](t *testing.T, args ...string) T {
+	t.Helper()
+	var v T
+	code, out, e := runCmd(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("%s: %d %s", strings.Join(args, " "), code, e)
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	return v
+}
+
+// voidElements have no end tag in HTML.
+var voidElements = map[string]bool{"area": true, "base": true, "br": true, "col": true, "embed": true, "hr": true, "img": true,
+	"input": true, "link": true, "meta": true, "source": true, "track": true, "wbr": true}
+
+// fetching are elements that load or run something; a report has none.
+var fetching = map[string]bool{"script": true, "link": true, "img": true, "iframe": true, "frame": true, "object": true,
+	"embed": true, "image": true, "use": true, "foreignobject": true, "audio": true, "video": true, "source": true,
+	"base": true, "form": true, "picture": true, "track": true, "portal": true}
+
+// urlAttrs are attributes that name something to load or go to.
+var urlAttrs = map[string]bool{"src": true, "href": true, "srcset": true, "action": true, "formaction": true, "poster": true,
+	"data": true, "xlink:href": true, "background": true, "ping": true, "http-equiv": true, "manifest": true}
+
+// checkPage checks that page is well-formed HTML (each element closed in
+// order, a doctype first) that loads nothing.
+func checkPage(t *testing.T, page string) {
+	t.Helper()
+	z := html.NewTokenizer(strings.NewReader(page))
+	var stack []string
+	doctype := false
+	inStyle := false
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			if z.Err() != io.EOF {
+				t.Fatalf("html: %v", z.Err())
+			}
+			break
+		}
+		tok := z.Token()
+		switch tt {
+		case html.DoctypeToken:
+			doctype = len(stack) == 0 && strings.EqualFold(tok.Data, "html")
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name := strings.ToLower(tok.Data)
+			if fetching[name] {
+				t.Errorf("html: a <%s> element", name)
+			}
+			for _, a := range tok.Attr {
+				k, v := strings.ToLower(a.Key), strings.ToLower(strings.TrimSpace(a.Val))
+				if a.Namespace != "" {
+					k = a.Namespace + ":" + k
+				}
+				if k == "xmlns" && v == "http://www.w3.org/2000/svg" {
+					continue // a namespace name, never fetched
+				}
+				if urlAttrs[k] || strings.Contains(v, "url(") || strings.HasPrefix(v, "http:") || strings.HasPrefix(v, "https:") ||
+					strings.HasPrefix(v, "//") || strings.HasPrefix(v, "javascript:") || strings.HasPrefix(k, "on") {
+					t.Errorf("html: <%s %s=%q> names something to load or run", name, a.Key, a.Val)
+				}
+			}
+			if tt == html.StartTagToken && !voidElements[name] {
+				stack = append(stack, name)
+			}
+			inStyle = name == "style"
+		case html.EndTagToken:
+			name := strings.ToLower(tok.Data)
+			if len(stack) == 0 || stack[len(stack)-1] != name {
+				t.Fatalf("html: </%s> closes %v", name, stack)
+			}
+			stack = stack[:len(stack)-1]
+			inStyle = false
+		case html.TextToken:
+			if inStyle && (strings.Contains(tok.Data, "url(") || strings.Contains(tok.Data, "@import") || strings.Contains(tok.Data, "@font-face")) {
+				t.Errorf("html: a style loads something: %.80q", tok.Data)
+			}
+		}
+	}
+	if !doctype {
+		t.Error("html: no <!DOCTYPE html> first")
+	}
+	if len(stack) != 0 {
+		t.Errorf("html: elements left open: %v", stack)
+	}
+}
+
+// svgNode is an element of a chart, as encoding/xml reads it.
+type svgNode struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Nodes   []svgNode  `xml:",any"`
+}
+
+func (n svgNode) attr(name string) (string, bool) {
+	for _, a := range n.Attrs {
+		if a.Name.Local == name {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+func (n svgNode) walk(fn func(svgNode)) {
+	fn(n)
+	for _, c := range n.Nodes {
+		c.walk(fn)
+	}
+}
+
+// checkChart checks that a chart is well-formed XML with one lane per
+// name of lanes (in order) and one mark per write of ts, the writes of
+// the critical path marked critical and the failed ones failed.
+func checkChart(t *testing.T, id, svg string, ts []cpid.TimelineEntry, lanes []string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	d.Strict = true
+	var root svgNode
+	if err := d.Decode(&root); err != nil {
+		t.Fatalf("%s: the chart is not well-formed XML: %v", id, err)
+	}
+	if root.XMLName.Space != "http://www.w3.org/2000/svg" || root.XMLName.Local != "svg" {
+		t.Fatalf("%s: the chart's root is %v", id, root.XMLName)
+	}
+	layout, _ := root.attr("data-layout")
+	var gotLanes []string
+	marks := map[int64]string{}
+	root.walk(func(n svgNode) {
+		if l, ok := n.attr("data-lane"); ok {
+			gotLanes = append(gotLanes, l)
+		}
+		if ev, ok := n.attr("data-event"); ok {
+			var e int64
+			fmt.Sscan(ev, &e)
+			class, _ := n.attr("class")
+			if _, dup := marks[e]; dup {
+				t.Errorf("%s %s: write %d marked twice", id, layout, e)
+			}
+			marks[e] = class
+		}
+	})
+	if !slices.Equal(gotLanes, lanes) {
+		t.Errorf("%s %s: lanes\n%q\nwant one per writer\n%q", id, layout, gotLanes, lanes)
+	}
+	if len(marks) != len(ts) {
+		t.Errorf("%s %s: %d marks, want %d writes", id, layout, len(marks), len(ts))
+	}
+	for _, x := range ts {
+		class, ok := marks[x.EventID]
+		want := "mark write"
+		switch {
+		case x.Attempt:
+			want = "mark failed"
+		case x.Critical:
+			want = "mark critical"
+		}
+		if !ok {
+			t.Errorf("%s %s: no mark of write %d (%s %s %s)", id, layout, x.EventID, x.Writer, x.Verb, x.Name)
+		} else if class != want {
+			t.Errorf("%s %s: write %d is marked %q, want %q", id, layout, x.EventID, class, want)
+		}
+	}
+}
+
+// checkMarkdown checks that the Markdown shows its chart from the file
+// beside it, links and loads nothing else, leaves no raw HTML outside
+// code blocks, and lists every write.
+func checkMarkdown(t *testing.T, doc, chart string, writes int) {
+	t.Helper()
+	images := regexp.MustCompile(`!\[[^\]]*\]\(([^)]*)\)`).FindAllStringSubmatch(doc, -1)
+	if len(images) != 1 || images[0][1] != chart {
+		t.Errorf("markdown: images %q, want the chart %s alone", images, chart)
+	}
+	fenceRe := regexp.MustCompile("^(`{3,})")
+	fence, rows, inWrites := "", 0, false
+	for i, l := range strings.Split(doc, "\n") {
+		if m := fenceRe.FindString(l); m != "" && (fence == "" || strings.TrimSpace(l) == fence) {
+			if fence == "" {
+				fence = m
+			} else {
+				fence = ""
+			}
+			continue
+		}
+		if fence != "" {
+			continue
+		}
+		if strings.Contains(l, "](http") || strings.Contains(l, "](//") || strings.Contains(l, "<http") {
+			t.Errorf("markdown line %d links out: %s", i+1, l)
+		}
+		if regexp.MustCompile(`(^|[^\\])<`).MatchString(l) {
+			t.Errorf("markdown line %d has raw HTML: %s", i+1, l)
+		}
+		if strings.HasPrefix(l, "## ") {
+			inWrites = l == "## Every write"
+		}
+		if inWrites && (strings.HasPrefix(l, "| ● |") || strings.HasPrefix(l, "| ◆ |") || strings.HasPrefix(l, "| ✕ |")) {
+			rows++
+		}
+	}
+	if fence != "" {
+		t.Error("markdown: a code block is left open")
+	}
+	if rows != writes {
+		t.Errorf("markdown: %d rows of writes, want %d", rows, writes)
+	}
+}
+
+// TestReportGolden compares the Markdown report of figure-5's Service
+// change (its EndpointSlice merges the Deployment's change, the paper's
+// Figure 5) with testdata/figure-5.report.golden.md (go test -update
+// rewrites it).
+func TestReportGolden(t *testing.T) {
+	db := reconstructedFixture(t, "../../fixtures/figure-5/bundle")
+	code, out, e := runCmd(t, nil, "report", "1e84d899-0591-415d-b8be-839e77cdfeca", "--db", db, "--format", "md")
+	if code != 0 {
+		t.Fatalf("report: %d %s", code, e)
+	}
+	if !strings.Contains(out, "Merged from other changes") || !strings.Contains(out, "create Deployment default/web") {
+		t.Errorf("the Service change's report does not name the Deployment's change its EndpointSlice merged:\n%s", out)
+	}
+	golden := "testdata/figure-5.report.golden.md"
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(want, []byte(out)) {
+		wl, gl := strings.Split(string(want), "\n"), strings.Split(out, "\n")
+		for i := range min(len(wl), len(gl)) {
+			if wl[i] != gl[i] {
+				t.Errorf("line %d:\n  golden: %s\n  now:    %s", i+1, wl[i], gl[i])
+				break
+			}
+		}
+		t.Errorf("the report differs from %s (go test -update rewrites it after a deliberate change)", golden)
+	}
+}
+
+// TestReportUsage: a wrong format or no id is a usage error, an unknown
+// change a failure that says how to list them.
+func TestReportUsage(t *testing.T) {
+	db := reconstructedFixture(t, "../../fixtures/figure-5/bundle")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no id", []string{"report", "--db", db}, 2, "Usage: cpid-tui report"},
+		{"two ids", []string{"report", "--db", db, "a", "b"}, 2, "Usage: cpid-tui report"},
+		{"format", []string{"report", "--db", db, "--format", "pdf", "1e84d899"}, 2, `--format "pdf": give html or md`},
+		{"unknown change", []string{"report", "--db", db, "ffffffff"}, 1, "query changes lists them"},
+		{"help", []string{"report", "-h"}, 0, "nothing fetched"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, e := runCmd(t, nil, c.args...)
+			if code != c.code || !strings.Contains(e, c.want) {
+				t.Errorf("exit %d, want %d; stderr:\n%s\nwant %q", code, c.code, e, c.want)
+			}
+		})
+	}
+}
