@@ -183,6 +183,10 @@ func (r *reader) conditions(v jsonscan.Span, cs []condition) []condition {
 				r.str(&c.LastTransitionTime, m.Val())
 			case is(k, "status"):
 				r.str(&c.Status, m.Val())
+			case is(k, "reason"):
+				r.str(&c.Reason, m.Val())
+			case is(k, "message"):
+				r.str(&c.Message, m.Val())
 			}
 		}
 	}

@@ -33,10 +33,17 @@ type Object struct {
 	specLast, specPrev *Ref
 	specHash           [20]byte // of the spec the latest update or create sent
 	hasSpec            bool
-	lastRV             int64
-	lastSource         string   // the log of the write that stored lastRV
-	lastReq            [20]byte // hash of the latest request body, to spot repeats
-	conds              map[string]int64
+	// minReady and deadline are the spec's minReadySeconds and
+	// progressDeadlineSeconds, as the latest create or update sent them.
+	minReady, deadline time.Duration
+	// unschedNS is when the scheduler marked this Pod Unschedulable (0:
+	// it is not), unsched its message.
+	unschedNS  int64
+	unsched    string
+	lastRV     int64
+	lastSource string   // the log of the write that stored lastRV
+	lastReq    [20]byte // hash of the latest request body, to spot repeats
+	conds      map[string]int64
 
 	// revs numbers the object's writes (revisions and attempts) as they
 	// come; byTime is set once one resourceVersion does not parse; maxRV
@@ -340,6 +347,12 @@ func (en *Engine) Process(e *Event) {
 	o.prev, o.last = o.last, ref
 	if e.hashRequest(); o.specChanged(e) {
 		o.specPrev, o.specLast = o.specLast, ref
+	}
+	if e.minReady > 0 || e.hasSpec {
+		o.minReady = e.minReady
+	}
+	if e.deadline > 0 || e.hasSpec {
+		o.deadline = e.deadline
 	}
 	o.trace, o.annCPID = e.Traceparent, e.CPID
 	delete(o.failed, w.Writer.Name) // retried: the failure is explained

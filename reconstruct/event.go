@@ -56,6 +56,12 @@ type Event struct {
 	metaOnly  bool     // metadataOnly, read by hashRequest
 	hasSpec   bool     // specHash is the hash of the spec the request sent
 	specHash  [20]byte
+	// minReady and deadline are the spec's minReadySeconds and
+	// progressDeadlineSeconds the request sent (0: none);
+	// deadlineExceeded: a status write with a ProgressDeadlineExceeded
+	// condition.
+	minReady, deadline time.Duration
+	deadlineExceeded   bool
 }
 
 // Key is the object the event wrote.

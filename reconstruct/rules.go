@@ -1,8 +1,11 @@
 package reconstruct
 
 import (
+	"bytes"
 	"crypto/sha1"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest/jsonscan"
@@ -143,6 +146,8 @@ type body struct {
 type condition struct {
 	Type               string `json:"type"`
 	Status             string `json:"status"`
+	Reason             string `json:"reason"`
+	Message            string `json:"message"`
 	LastTransitionTime string `json:"lastTransitionTime"`
 }
 
@@ -230,6 +235,17 @@ func readBody(o *Object, e *Event) {
 		if b.Spec.NodeName != "" {
 			o.NodeName = b.Spec.NodeName
 		}
+		for _, c := range b.Status.Conditions {
+			switch {
+			case c.Type != "PodScheduled":
+			case c.Status == "False" && c.Reason == "Unschedulable":
+				if o.unschedNS == 0 {
+					o.unschedNS, o.unsched = e.StageNS, c.Message
+				}
+			default:
+				o.unschedNS, o.unsched = 0, ""
+			}
+		}
 	case "nodes":
 		for _, c := range b.Status.Conditions {
 			if c.Type == "Ready" && c.Status != "" {
@@ -269,12 +285,15 @@ func appendTarget(ks []cpid.ObjectKey, t *targetRef, ns string) []cpid.ObjectKey
 // place.
 func nodeAgent(writer string) bool { return strings.HasPrefix(writer, "kubelet ") || writer == "kwok" }
 
-// hashSpec hashes the spec a create or an update of an object sends (the
-// whole object): comparing it with the object's previous one tells an
-// update that changed only metadata (a controller copying annotations)
-// from one that changed the spec.
+// hashSpec reads the spec a create or an update sends (the whole object,
+// of a status write too): it hashes that of an object, so that comparing it
+// with the object's previous one tells an update that changed only metadata
+// (a controller copying annotations) from one that changed the spec, and
+// reads the fields that make a controller wait on purpose
+// (minReadySeconds, progressDeadlineSeconds).
 func (e *Event) hashSpec() {
-	if e.Subresource != "" || e.Verb != "create" && e.Verb != "update" || len(e.Request) == 0 || e.Request[0] != '{' {
+	if e.Subresource != "" && e.Subresource != "status" || e.Verb != "create" && e.Verb != "update" ||
+		len(e.Request) == 0 || e.Request[0] != '{' {
 		return
 	}
 	d := jsonscan.Get()
@@ -283,8 +302,34 @@ func (e *Event) hashSpec() {
 		return
 	}
 	for i := range d.Members {
-		if m := &d.Members[i]; string(m.Key(d.Buf)) == "spec" {
+		m := &d.Members[i]
+		if string(m.Key(d.Buf)) != "spec" {
+			continue
+		}
+		if e.Subresource == "" {
 			e.specHash, e.hasSpec = sha1.Sum(d.Buf[m.ValStart:m.ValEnd]), true
 		}
+		if d.Buf[m.ValStart] != '{' {
+			continue
+		}
+		var f jsonscan.Member
+		for it := d.Index.Members(d.Buf, m.ValStart); it.Next(&f); {
+			switch string(f.Key(d.Buf)) {
+			case "minReadySeconds":
+				e.minReady = seconds(d.Buf[f.ValStart:f.ValEnd])
+			case "progressDeadlineSeconds":
+				e.deadline = seconds(d.Buf[f.ValStart:f.ValEnd])
+			}
+		}
 	}
+	e.deadlineExceeded = e.Subresource == "status" && bytes.Contains(e.Request, []byte(`"ProgressDeadlineExceeded"`))
+}
+
+// seconds reads a number of seconds, 0 when it is not a small integer.
+func seconds(b []byte) time.Duration {
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 || n > 1<<20 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }

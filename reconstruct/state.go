@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/cpid-dev/cpid"
 )
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 6
+const stateVersion = 7
 
 type savedObject struct {
 	Key         cpid.ObjectKey
@@ -24,6 +25,10 @@ type savedObject struct {
 	SpecLast    *Ref             `json:",omitempty"`
 	SpecPrev    *Ref             `json:",omitempty"`
 	SpecHash    *[20]byte        `json:",omitempty"`
+	MinReady    time.Duration    `json:",omitempty"`
+	Deadline    time.Duration    `json:",omitempty"`
+	UnschedNS   int64            `json:",omitempty"`
+	Unsched     string           `json:",omitempty"`
 	LastRV      int64            `json:",omitempty"`
 	LastSource  string           `json:",omitempty"`
 	LastReq     [20]byte         `json:",omitempty"`
@@ -58,6 +63,7 @@ func (en *Engine) MarshalState() ([]byte, error) {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
 			SpecLast: o.specLast, SpecPrev: o.specPrev, SpecHash: specHashOf(o),
+			MinReady: o.minReady, Deadline: o.deadline, UnschedNS: o.unschedNS, Unsched: o.unsched,
 			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
 			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
 			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, Marked: o.marked, Trace: o.trace, AnnCPID: o.annCPID})
@@ -99,6 +105,7 @@ func (en *Engine) RestoreState(b []byte) error {
 			lastRV: so.LastRV, lastSource: so.LastSource,
 			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
 			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, marked: so.Marked, trace: so.Trace, annCPID: so.AnnCPID}
+		o.minReady, o.deadline, o.unschedNS, o.unsched = so.MinReady, so.Deadline, so.UnschedNS, so.Unsched
 		if so.SpecHash != nil {
 			o.specHash, o.hasSpec = *so.SpecHash, true
 		}

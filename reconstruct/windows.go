@@ -177,9 +177,20 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 			time.Duration(e.StageNS-f.StageNS).Round(time.Millisecond))
 		return x
 	}
+	if x, ok := onPurpose(e, o, d); ok {
+		return x
+	}
 	bs := en.bands(rule, writer, o.Key.Resource)
 	if win, ok := within(bs, d); ok {
 		return explanation{explain: win.Explain}
+	}
+	if o.Key.Resource == "pods" && o.Key.Group == "" && o.unschedNS != 0 && o.unschedNS <= e.ReceivedNS {
+		msg := o.unsched
+		if len(msg) > 160 {
+			msg = msg[:157] + "..."
+		}
+		return explanation{explain: cpid.ExplainUnschedulable, detail: fmt.Sprintf("the Pod was Unschedulable for %s before it: %s",
+			time.Duration(e.ReceivedNS-o.unschedNS).Round(time.Millisecond), msg)}
 	}
 	// The writer's client may have held requests back (client-side rate
 	// limiting): its log says when and for how long; the rest of the hop
@@ -198,6 +209,28 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	win, _ := within(bs, d)
 	return explanation{explain: cpid.ExplainUnexplained,
 		detail: fmt.Sprintf("%s past the %s window of %s", (d - win.Max).Round(time.Millisecond), win.Max, writer)}
+}
+
+// onPurpose explains a hop that the object's spec made wait: a ReplicaSet's
+// or Deployment's minReadySeconds (its controllers count a Pod as available
+// that long after it is Ready, and requeue for then: a hop of at least half
+// of it and at most it and an ordinary reaction; its cause may be a later
+// write than the Pod's Ready), or a Deployment's
+// progressDeadlineSeconds running out (the status write that says so). It
+// comes before the bands: minReadySeconds may be shorter than an ordinary
+// reaction's band.
+func onPurpose(e *Event, o *Object, d time.Duration) (explanation, bool) {
+	apps := o.Key.Group == "apps" && (o.Key.Resource == "replicasets" || o.Key.Resource == "deployments")
+	switch {
+	case !apps:
+	case e.deadlineExceeded && o.deadline > 0 && d <= o.deadline+informer:
+		return explanation{explain: cpid.ExplainProgressDeadline, detail: fmt.Sprintf(
+			"spec.progressDeadlineSeconds %s ran out: the Deployment is marked Progressing=False (ProgressDeadlineExceeded)", o.deadline)}, true
+	case o.minReady > 0 && d >= o.minReady/2 && d <= o.minReady+informer:
+		return explanation{explain: cpid.ExplainMinReady, detail: fmt.Sprintf(
+			"spec.minReadySeconds %s: a Pod counts as available that long after it is Ready", o.minReady)}, true
+	}
+	return explanation{}, false
 }
 
 // triggerOf names what started a change whose first write is writer's

@@ -189,7 +189,7 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 // accepted hop is past its window without an explanation.
 func TestUnexplainedShare(t *testing.T) {
 	for _, f := range []string{"basic", "instrumented", "figure-5", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2",
-		"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "load", "traced"} {
+		"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "load", "traced", "waits"} {
 		t.Run(f, func(t *testing.T) {
 			db := reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle"))
 			code, out, e := runCmd(t, nil, "query", "changes", "--db", db, "--output", "json", "--limit", "0")
