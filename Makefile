@@ -6,7 +6,7 @@ DEMO_DB ?= $(CURDIR)/demo.db
 SCENARIO ?= basic
 FUZZTIME ?= 30s
 
-.PHONY: build test demo record experiments bench fuzz fuzz-brief vet clean
+.PHONY: build test demo record experiments bench fuzz fuzz-brief vet clean verify-report
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cpid-tui
@@ -28,6 +28,18 @@ demo: build
 	$(BIN) reconstruct --db $(DEMO_DB)
 	@if [ -t 0 ] && [ -t 1 ]; then $(BIN) browse --db $(DEMO_DB); else \
 		echo "Not a terminal: run $(BIN) browse --db $(DEMO_DB) in one, or $(BIN) query changes --db $(DEMO_DB)"; fi
+
+# cpid-tui report's HTML in a real headless Chromium (Debian's, installed
+# when missing), the network cut off: the report of every real fixture's
+# first and largest change at a desktop's and a phone's width
+# (tools/browser). make verify-report REPORT_SHOTS=docs rewrites the
+# screenshots of docs/REPORT.md.
+REPORT_SHOTS ?=
+verify-report: build
+	@command -v chromium >/dev/null || { echo "installing: chromium"; export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	cd tools/browser && CPID_TUI=$(CURDIR)/$(BIN) CHROMIUM=$$(command -v chromium) \
+		REPORT_SHOTS=$(if $(REPORT_SHOTS),$(abspath $(REPORT_SHOTS))) $(GO) test -count=1 -v .
 
 # Record a fixture from a real control plane (builds Kubernetes on first use,
 # about 10 minutes): make record SCENARIO=basic
