@@ -375,7 +375,7 @@ func TestQueryAnomalies(t *testing.T) {
 // held past 1 s, and those writes stay with the user's change, explained
 // "throttled", instead of each starting a change of its own ("unknown").
 func TestAttributionLoad(t *testing.T) {
-	checkAttribution(t, "load", 0.95, 0.9)
+	checkAttribution(t, "load", 1, 1)
 	db := reconstructedFixture(t, filepath.Join("../../fixtures", "load", "bundle"))
 	var unknown, throttled int
 	q := openDB(t, db)
