@@ -19,10 +19,20 @@ import (
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
-// reportFixtures are the real recorded bundles (fixtures/README.md);
-// envelopes/ is basic's audit log in other wrappings, and left out.
-var reportFixtures = []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "figure-5-text",
-	"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "load"}
+// realBundles are the real recorded bundles, fixtures/NAME/bundle
+// (fixtures/README.md), by name.
+func realBundles(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("../../fixtures/*/bundle")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no fixture bundles: %v", err)
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = filepath.Base(filepath.Dir(d))
+	}
+	return names
+}
 
 // TestReportFixtures renders the report of each real fixture's first and
 // largest change in both formats and checks them against what query
@@ -34,7 +44,7 @@ var reportFixtures = []string{"basic", "instrumented", "paper-5-1-1-stock", "pap
 // link, no image, no URL in an attribute or a style). The Markdown's
 // chart file passes the same checks, and its table has a row per write.
 func TestReportFixtures(t *testing.T) {
-	for _, f := range reportFixtures {
+	for _, f := range realBundles(t) {
 		t.Run(f, func(t *testing.T) {
 			db := reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle"))
 			code, js, e := runCmd(t, nil, "query", "changes", "--db", db, "--limit", "0", "--output", "json")

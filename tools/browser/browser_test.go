@@ -22,9 +22,20 @@ var (
 	shots = os.Getenv("REPORT_SHOTS")
 )
 
-// fixtures are the real recorded bundles of ../../fixtures.
-var fixtures = []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "figure-5-text",
-	"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "load"}
+// fixtures are the real recorded bundles, ../../fixtures/NAME/bundle, by
+// name.
+func fixtures(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("../../fixtures/*/bundle")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no fixture bundles: %v", err)
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = filepath.Base(filepath.Dir(d))
+	}
+	return names
+}
 
 // critical is the color of the critical path in the charts (#d1495b).
 var critical = [3]uint8{0xd1, 0x49, 0x5b}
@@ -69,7 +80,7 @@ func cpid(t *testing.T, args ...string) []byte {
 func TestReportsInChromium(t *testing.T) {
 	need(t)
 	bctx := browser(t)
-	for _, f := range fixtures {
+	for _, f := range fixtures(t) {
 		t.Run(f, func(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "cpid.db")
