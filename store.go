@@ -48,6 +48,10 @@ type WriteEvent struct {
 	Ancestors       []string
 	Traceparent     string
 	OwnerRefs       json.RawMessage
+	// Latency is the audit event's annotations when they hold the
+	// apiserver's latency breakdown (apiserver.latency.k8s.io/*, written
+	// for slow requests), else nil.
+	Latency json.RawMessage
 	// Response is the response body when the scan asked for its resource
 	// (WriteScan.Bodies), Request the request body.
 	Response json.RawMessage

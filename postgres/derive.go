@@ -91,6 +91,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 	rows, err := s.pool.Query(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource, e.subresource,
 		e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, COALESCE(e.traceparent, ''), e.owner_refs,
+		CASE WHEN strpos(e.annotations, 'apiserver.latency.k8s.io/') > 0 THEN e.annotations END,
 		CASE WHEN e.resource = ANY($6) THEN b.response_object END, b.request_object, f.path
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id JOIN files f ON f.id = e.file_id
 		WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3
@@ -103,16 +104,16 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 	defer rows.Close()
 	for rows.Next() {
 		e := new(cpid.WriteEvent)
-		var anc, owners, resp, req *string
+		var anc, owners, latency, resp, req *string
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &resp, &req, &e.File); err != nil {
+			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &latency, &resp, &req, &e.File); err != nil {
 			return err
 		}
 		if anc != nil {
 			json.Unmarshal([]byte(*anc), &e.Ancestors)
 		}
-		e.OwnerRefs, e.Response, e.Request = raw(owners), raw(resp), raw(req)
+		e.OwnerRefs, e.Latency, e.Response, e.Request = raw(owners), raw(latency), raw(resp), raw(req)
 		if err := fn(e); err != nil {
 			return err
 		}

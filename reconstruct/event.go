@@ -2,6 +2,8 @@ package reconstruct
 
 import (
 	"encoding/json"
+	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -42,6 +44,9 @@ type Event struct {
 	// not a Status); Request is the request body (the patch, for a patch).
 	Object  json.RawMessage
 	Request json.RawMessage
+	// Latency is the audit event's annotations when they hold the
+	// apiserver's latency breakdown (apiserver.latency.k8s.io/*), else nil.
+	Latency json.RawMessage
 	// Source names the log the event came from (its rotation family), so
 	// that events of two apiservers can be told apart.
 	Source string
@@ -82,6 +87,46 @@ func (e *Event) Writer() cpid.Writer {
 // receiving it to its last stage (admission, webhooks, priority and
 // fairness queueing, etcd).
 func (e *Event) APILatency() time.Duration { return time.Duration(e.StageNS - e.ReceivedNS) }
+
+// LatencyPrefix is the prefix of the audit annotations in which the
+// apiserver breaks down the latency of a slow request (etcd, admission
+// webhooks, priority and fairness queueing, serialization).
+const LatencyPrefix = "apiserver.latency.k8s.io/"
+
+// LatencyParts returns the apiserver's breakdown of the request's latency
+// from its audit annotations, largest first, without the total and the
+// parts under a millisecond: "etcd 9.999s, serialize-response-object 2ms".
+// "" when the event has none.
+func (e *Event) LatencyParts() string {
+	if len(e.Latency) == 0 {
+		return ""
+	}
+	var ann map[string]string
+	if json.Unmarshal(e.Latency, &ann) != nil {
+		return ""
+	}
+	type part struct {
+		name string
+		d    time.Duration
+	}
+	var ps []part
+	for k, v := range ann {
+		name, ok := strings.CutPrefix(k, LatencyPrefix)
+		d, err := time.ParseDuration(v)
+		if ok && err == nil && name != "total" && d >= time.Millisecond {
+			ps = append(ps, part{name, d})
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].d > ps[j].d || ps[i].d == ps[j].d && ps[i].name < ps[j].name })
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", p.name, p.d.Round(time.Millisecond))
+	}
+	return b.String()
+}
 
 // Failed reports a write that did not change the object: a 4xx or 5xx
 // answer, a 409 conflict among them. It is an attempt, not a revision.

@@ -385,7 +385,7 @@ func fromStore(ev *Event, w *cpid.WriteEvent, family string) {
 		Subresource: w.Subresource, Namespace: w.Namespace, Name: w.Name, UID: w.UID,
 		ResourceVersion: w.ResourceVersion, Username: w.Username, UserAgent: w.UserAgent, Code: w.Code,
 		ReceivedNS: w.ReceivedNS, StageNS: w.StageNS, CPID: w.CPID, Ancestors: w.Ancestors, Traceparent: w.Traceparent,
-		Request: w.Request, Source: family}
+		Request: w.Request, Latency: w.Latency, Source: family}
 	if len(w.OwnerRefs) > 0 {
 		json.Unmarshal(w.OwnerRefs, &ev.OwnerRefs)
 	}

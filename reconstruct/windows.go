@@ -204,7 +204,11 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 		}
 	}
 	if lat := e.APILatency(); lat > d/2 {
-		return explanation{explain: cpid.ExplainAPIServer, detail: fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))}
+		x := explanation{explain: cpid.ExplainAPIServer, detail: fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))}
+		if parts := e.LatencyParts(); parts != "" {
+			x.detail += " (" + parts + ", by its audit annotations)"
+		}
+		return x
 	}
 	win, _ := within(bs, d)
 	return explanation{explain: cpid.ExplainUnexplained,

@@ -113,6 +113,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, COALESCE(e.traceparent, ''), e.owner_refs,
+		CASE WHEN instr(e.annotations, 'apiserver.latency.k8s.io/') > 0 THEN e.annotations END,
 		`+bodies+`, r.block_id, r.offset, r.request_len, r.response_len, e.file_id
 		FROM audit_events e LEFT JOIN audit_body_refs r ON r.event_id = e.id
 		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+ignore.String()+`
@@ -126,7 +127,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		return err
 	}
 	var slab []cpid.WriteEvent
-	var owners sql.RawBytes
+	var owners, latency sql.RawBytes
 	blocks := s.blockReader()
 	for rows.Next() {
 		var anc sql.NullString
@@ -140,7 +141,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		slab = slab[1:]
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &wantResp, &block, &off, &reqLen, &respLen, &fileID); err != nil {
+			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &latency, &wantResp, &block, &off, &reqLen, &respLen, &fileID); err != nil {
 			return err
 		}
 		e.File = paths[fileID]
@@ -149,6 +150,9 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		}
 		if len(owners) > 0 {
 			e.OwnerRefs = bytes.Clone(owners)
+		}
+		if len(latency) > 0 {
+			e.Latency = bytes.Clone(latency)
 		}
 		if block.Valid && (reqLen.Valid || wantResp && respLen.Valid) {
 			raw, err := blocks.raw(ctx, block.Int64)
