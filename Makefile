@@ -6,7 +6,7 @@ DEMO_DB ?= $(CURDIR)/demo.db
 SCENARIO ?= basic
 FUZZTIME ?= 30s
 
-.PHONY: build test demo record experiments bench fuzz fuzz-brief vet clean verify-report
+.PHONY: build test demo record experiments bench fuzz fuzz-brief vet clean verify-report verify-export
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cpid-tui
@@ -40,6 +40,18 @@ verify-report: build
 		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 	cd tools/browser && CPID_TUI=$(CURDIR)/$(BIN) CHROMIUM=$$(command -v chromium) \
 		REPORT_SHOTS=$(if $(REPORT_SHOTS),$(abspath $(REPORT_SHOTS))) $(GO) test -count=1 -v .
+
+# cpid-tui export against real receivers: an OpenTelemetry Collector (OTLP
+# receiver, file exporter) and Jaeger v2, built from upstream Go modules by
+# tools/receivers (a module of its own) into RECEIVERS_BIN (about 10
+# minutes the first time, then cached until its go.sum changes), started on
+# loopback ports; every real fixture's changes pushed with --otlp-endpoint
+# and compared span by span, parents and links (docs/EXPORT.md shows the
+# output).
+RECEIVERS_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cpid/receivers-bin
+verify-export:
+	RECEIVERS_BIN=$(RECEIVERS_BIN) tools/receivers/build.sh
+	CPID_RECEIVERS=$(RECEIVERS_BIN) $(GO) test -count=1 -v -run '^TestExportReceivers$$' ./cmd/cpid-tui
 
 # Record a fixture from a real control plane (builds Kubernetes on first use,
 # about 10 minutes): make record SCENARIO=basic
