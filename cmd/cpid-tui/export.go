@@ -48,8 +48,9 @@ Formats (--format):
             writer or controller, an async track per object, flow arrows
             from causes and merges.
 
-Which changes: IDs (a unique prefix is enough), or --all, or --filter TEXT
-(as query changes), newest first, at most --limit.
+Which changes: IDs (a unique prefix is enough), or --all, or the filters of
+'query changes' (--filter TEXT, --since, --until, -n, --kind, --user,
+--writer, --trigger, --min-duration), newest first, at most --limit.
 
 --otlp-endpoint URL pushes the traces over OTLP/HTTP (protobuf, gzip) to a
 collector, Tempo or Jaeger v2 (http://localhost:4318; a URL without a path
@@ -61,10 +62,11 @@ Examples:
   cpid-tui export --all --format perfetto -o changes.json
   cpid-tui export 4a01429c --format jaeger -o web.json
   cpid-tui export --filter default/web --otlp-endpoint http://localhost:4318
+  cpid-tui export --since 1h --min-duration 10s --format perfetto -o slow.json
   cpid-tui export --all -o changes.jsonl && otel-tui --from-json-file changes.jsonl`
 
 func runExport(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "export", "[ID...|--all|--filter TEXT] [--format otlp|jaeger|perfetto] [-o FILE] [--otlp-endpoint URL]", exportHelp)
+	fs := newFlags(e, "export", "[ID...|--all|FILTERS] [--format otlp|jaeger|perfetto] [-o FILE] [--otlp-endpoint URL]", exportHelp)
 	var db string
 	dbFlag(fs, &db)
 	cluster := clusterFlag(fs, "")
@@ -73,6 +75,14 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	all := fs.Bool("all", false, "every change")
 	filter := fs.String("filter", "", "the changes whose namespace, name, kind, user or id contains this (as query changes)")
 	limit := fs.Int("limit", 0, "at most this many changes, newest first (0: all)")
+	var f filters
+	f.addTime(fs, "keep the changes started")
+	f.addNamespace(fs, "keep the changes started on an object of this namespace")
+	fs.StringVar(&f.kind, "kind", "", "keep the changes started on an object of this type (deploy, deployments.apps, pod)")
+	f.addWho(fs, "keep the changes whose user name contains this (case-insensitive)",
+		"keep the changes with a write by a writer whose name contains this (kube-scheduler)",
+		"keep the changes started by")
+	fs.DurationVar(&f.minDuration, "min-duration", 0, "keep the changes that took at least this long, started to last write")
 	newPusher := otlpFlags(fs)
 	ids, err := parseArgs(fs, args)
 	if err != nil {
@@ -82,18 +92,13 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stderr, "cpid-tui export:", msg)
 		return errUsage
 	}
-	chosen := 0
-	for _, b := range []bool{len(ids) > 0, *all, *filter != ""} {
-		if b {
-			chosen++
-		}
-	}
+	filtered := *filter != "" || f != (filters{})
 	switch {
-	case chosen == 0:
+	case len(ids) == 0 && !*all && !filtered:
 		fs.Usage()
-		return usage("give change IDs, --all or --filter TEXT")
-	case chosen > 1:
-		return usage("give change IDs, --all or --filter TEXT, one of them")
+		return usage("give change IDs, --all, or filters (--filter TEXT, --since...)")
+	case len(ids) > 0 && (*all || filtered):
+		return usage("give change IDs, or --all or filters, not both")
 	case *limit < 0:
 		return usage(fmt.Sprintf("--limit %d: give 0 (all) or more", *limit))
 	}
@@ -117,16 +122,19 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	st := db0.view(*cluster)
 	if len(ids) > 0 {
 		for i, id := range ids {
-			if ids[i], err = changeByPrefix(ctx, st, id); err != nil {
+			if ids[i], err = resolveChange(ctx, st, id); err != nil {
 				return err
 			}
 		}
 	} else {
-		n := *limit
-		if n == 0 {
-			n = math.MaxInt // the engines take 0 for their default
+		q := cpid.ChangeQuery{Filter: *filter, Limit: *limit}
+		if q.Limit == 0 {
+			q.Limit = math.MaxInt // the engines take 0 for their default
 		}
-		cs, err := st.Changes(ctx, cpid.ChangeQuery{Filter: *filter, Limit: n})
+		if err := f.changeQuery(ctx, st, &q); err != nil {
+			return usage(err.Error())
+		}
+		cs, err := st.Changes(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -135,8 +143,8 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		}
 		if len(ids) == 0 {
 			db0.hintReconstruct(ctx, e.stderr, db, *cluster)
-			if *filter != "" {
-				return fmt.Errorf("no change matches --filter %q", *filter)
+			if filtered {
+				return errors.New("no change matches the filters")
 			}
 			return errors.New("no changes in the database")
 		}
@@ -240,30 +248,4 @@ func writeExport(stdout io.Writer, path string, fn func(io.Writer) error) error 
 		return err
 	}
 	return os.Rename(f.Name(), path)
-}
-
-// changeByPrefix is the change id names: the change of that id, else the
-// one change whose id starts with it.
-func changeByPrefix(ctx context.Context, st cpid.ChangeReader, id string) (string, error) {
-	cs, err := st.Changes(ctx, cpid.ChangeQuery{IDPrefix: id, Limit: 11})
-	if err != nil {
-		return "", err
-	}
-	for _, c := range cs {
-		if c.ID == id {
-			return id, nil
-		}
-	}
-	switch len(cs) {
-	case 0:
-		return "", fmt.Errorf("no change %q (cpid-tui query changes lists them)", id)
-	case 1:
-		return cs[0].ID, nil
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "change id %q is ambiguous, it starts:", id)
-	for _, c := range cs[:min(len(cs), 10)] {
-		fmt.Fprintf(&b, "\n  %s  %s", c.ID, tui.Printable(c.Verb+" "+object(c.Kind, c.Namespace, c.Name)))
-	}
-	return "", errors.New(b.String())
 }

@@ -235,6 +235,8 @@ type jaegerSpan struct {
 	TraceID       string `json:"traceID"`
 	SpanID        string `json:"spanID"`
 	OperationName string
+	StartTime     int64
+	Duration      int64
 	ProcessID     string `json:"processID"`
 	References    []struct {
 		RefType string
@@ -563,5 +565,44 @@ func checkExportDAG(t *testing.T, bundle string) {
 		if got := inner(g); !maps.Equal(got, ref) {
 			t.Errorf("%s: %d parents and links within the file, otlp %d, or they differ", format, len(got), len(ref))
 		}
+	}
+}
+
+// TestExportUsage: what export refuses, and how it says so.
+func TestExportUsage(t *testing.T) {
+	dbPath := reconstructedFixture(t, "../../fixtures/figure-5/bundle")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"nothing chosen", nil, 2, "give change IDs, --all, or filters"},
+		{"ids and --all", []string{"4a01429c", "--all"}, 2, "not both"},
+		{"unknown format", []string{"--all", "--format", "zipkin"}, 2, `unknown --format "zipkin"`},
+		{"endpoint without scheme", []string{"--all", "--otlp-endpoint", "localhost:4318"}, 2, "give an http:// or https:// URL"},
+		{"header without endpoint", []string{"--all", "--otlp-header", "a=b"}, 2, "--otlp-header needs --otlp-endpoint"},
+		{"header without value", []string{"--all", "--otlp-endpoint", "http://127.0.0.1:1", "--otlp-header", "a"}, 2, "give KEY=VALUE"},
+		{"unknown id", []string{"ffffffff"}, 1, `no change "ffffffff"`},
+		{"no match", []string{"--filter", "no-such-thing"}, 1, "no change matches the filters"},
+		{"bad trigger", []string{"--trigger", "moon"}, 2, "--trigger"},
+		{"receiver not listening", []string{"--all", "--otlp-endpoint", "http://127.0.0.1:1", "--otlp-attempts", "1"}, 1,
+			"connection refused (gave up after 1 attempts)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, e := runCmd(t, nil, append([]string{"export", "--db", dbPath}, tc.args...)...)
+			if code != tc.code || !strings.Contains(e, tc.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and %q", code, e, tc.code, tc.want)
+			}
+		})
+	}
+	// A prefix names its change; -o writes the file whole.
+	out := filepath.Join(t.TempDir(), "web.json")
+	code, _, e := runCmd(t, nil, "export", "--db", dbPath, "4a01429c", "--format", "jaeger", "-o", out)
+	if code != 0 || !strings.Contains(e, "1 changes, 23 spans, jaeger to "+out) {
+		t.Fatalf("export 4a01429c: %d %s", code, e)
+	}
+	if g := readJaegerFile(t, out); len(g.spans) != 23 {
+		t.Errorf("%d spans in %s, want 23", len(g.spans), out)
 	}
 }

@@ -200,7 +200,7 @@ func checkReceivers(t *testing.T, bin, bundle string) {
 	compareSpans(t, "collector (OTLP/JSON lines)", received(), want)
 
 	// Jaeger: every trace, its spans, parents and links.
-	got := map[spanRef]jaegerSpan{}
+	got, services := map[spanRef]jaegerSpan{}, map[spanRef]string{}
 	eventually(t, "Jaeger returning every trace", func() bool {
 		n := 0
 		for tr := range traces {
@@ -216,6 +216,7 @@ func checkReceivers(t *testing.T, bin, bundle string) {
 			}
 			for _, s := range d.Data[0].Spans {
 				got[spanRef{s.TraceID, s.SpanID}] = s
+				services[spanRef{s.TraceID, s.SpanID}] = d.Data[0].Processes[s.ProcessID].ServiceName
 			}
 			n += len(d.Data[0].Spans)
 		}
@@ -257,7 +258,55 @@ func checkReceivers(t *testing.T, bin, bundle string) {
 				w.Span.Name, w.Span.ParentSpanID, wantLinks)
 		}
 	}
-	t.Logf("%s: %d traces, %d spans, %d parents, %d links: the collector wrote %d spans pushed (protobuf) and %d posted (JSON) as exported; Jaeger returned %d traces, %d spans, %d parents, %d links as exported",
+	// The Jaeger file holds what Jaeger's own model made of the push:
+	// names, services, times in µs, references, tags (Jaeger adds some;
+	// cpid.link.N.source are the file's own, references having none).
+	jfile := filepath.Join(dir, "export.jaeger.json")
+	if code, _, e := runCmd(t, nil, "export", "--db", dbPath, "--all", "--format", "jaeger", "-o", jfile); code != 0 {
+		t.Fatalf("export --format jaeger: %d %s", code, e)
+	}
+	b, err := os.ReadFile(jfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jd jaegerData
+	if err := json.Unmarshal(b, &jd); err != nil {
+		t.Fatal(err)
+	}
+	refs := func(s jaegerSpan) []string {
+		var out []string
+		for _, r := range s.References {
+			out = append(out, r.RefType+" "+r.TraceID+"/"+r.SpanID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	jSpans, bad := 0, 0
+	for _, tr := range jd.Data {
+		for _, s := range tr.Spans {
+			jSpans++
+			k := spanRef{s.TraceID, s.SpanID}
+			j := got[k]
+			tags, jtags := s.tags(), j.tags()
+			var diff []string
+			for key, v := range tags {
+				if !strings.HasPrefix(key, "cpid.link.") && jtags[key] != v {
+					diff = append(diff, fmt.Sprintf("%s=%s (Jaeger %s)", key, v, jtags[key]))
+				}
+			}
+			if s.OperationName != j.OperationName || s.StartTime != j.StartTime || s.Duration != j.Duration ||
+				tr.Processes[s.ProcessID].ServiceName != services[k] || !slices.Equal(refs(s), refs(j)) || len(diff) > 0 {
+				if bad++; bad <= 3 {
+					t.Errorf("span %v: file %q %q %d+%d %v; Jaeger %q %q %d+%d %v; tags %v", k, tr.Processes[s.ProcessID].ServiceName,
+						s.OperationName, s.StartTime, s.Duration, refs(s), services[k], j.OperationName, j.StartTime, j.Duration, refs(j), diff)
+				}
+			}
+		}
+	}
+	if jSpans != len(want) || bad > 0 {
+		t.Errorf("the Jaeger file: %d spans, %d differ from Jaeger's", jSpans, bad)
+	}
+	t.Logf("%s: %d traces, %d spans, %d parents, %d links: the collector wrote %d spans pushed (protobuf) and %d posted (JSON) as exported; Jaeger returned %d traces, %d spans, %d parents, %d links as exported, and as the Jaeger file has them",
 		filepath.Base(filepath.Dir(bundle)), len(traces), len(want), parents, links, len(want), len(received()), len(traces), len(got), jParents, jLinks)
 }
 
