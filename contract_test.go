@@ -186,7 +186,7 @@ func compareTables(t *testing.T, es []engine, qs []string) {
 }
 
 var fixtures = []string{"basic", "instrumented", "figure-5", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2", "rollout-interrupted",
-	"node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "traced", "waits"}
+	"node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "traced", "waits", "leader-change-metadata"}
 
 // TestContractIngest: the same bundle ingested into each engine stores the
 // same rows, twice over (the second ingest stores nothing).

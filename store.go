@@ -82,6 +82,10 @@ type EvidenceScan struct {
 	// LeaseNamespace and Leases name the leader election leases.
 	LeaseNamespace string
 	Leases         []string
+	// AcquiredMsgs are the messages a leader election client logs when it
+	// acquired a lease: the log records with one of them, with id at most
+	// UpToLogID, are read too (kind "acquired").
+	AcquiredMsgs []string
 	// Throttles reads, instead of the starts and leases, the log records
 	// whose message is ThrottleMsg (a client holding a request back), with
 	// id at most UpToLogID, of any program.
@@ -93,7 +97,7 @@ type EvidenceScan struct {
 // Evidence is a record that tells why a controller waited: a process
 // (re)starting its informers, or a leader election lease written.
 type Evidence struct {
-	// Kind is "start", "lease" or "throttle".
+	// Kind is "start", "lease", "acquired" or "throttle".
 	Kind string
 	// AtNS is when the apiserver received the request (start) or completed
 	// the write (lease).
@@ -102,7 +106,10 @@ type Evidence struct {
 	// Resource is what a start listed.
 	Resource string
 	// Lease is the lease's name, Holder its spec.holderIdentity after the
-	// write ("" when the audit level keeps no body), Code the answer.
+	// write ("" when the audit level keeps no body), Code the answer. For
+	// an acquisition logged by the new leader, Lease is the log record's
+	// "lock" field ("kube-system/kube-controller-manager", "" when it has
+	// none), Holder its message and File the log.
 	Lease  string
 	Holder string
 	Code   int

@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -27,6 +28,21 @@ var LeaderLeases = []string{"kube-controller-manager", "kube-scheduler", "cloud-
 
 // LeaseNamespace is where the leader election leases live.
 const LeaseNamespace = "kube-system"
+
+// AcquiredMsg is what client-go's leader election logs when it acquired a
+// lease, with the lease in the field "lock" (k8s.io/client-go/tools/
+// leaderelection); before structured logging it logged
+// "successfully acquired lease NAMESPACE/NAME".
+const AcquiredMsg = "Successfully acquired lease"
+
+// acquiredMsgs are the messages of a lease acquisition of LeaderLeases.
+func acquiredMsgs() []string {
+	out := []string{AcquiredMsg}
+	for _, l := range LeaderLeases {
+		out = append(out, "successfully acquired lease "+LeaseNamespace+"/"+l)
+	}
+	return out
+}
 
 // ThrottleMsg is client-go's log message when it held a request back
 // (client-side rate limiting), with its delay, verb and URL as fields. It
@@ -73,6 +89,11 @@ type evidence struct {
 	// the current one.
 	leases map[string][]handover
 	holder map[string]leaseHolder
+	// logged and logHolder are the same from the leaders' own logs, for
+	// leases audited without their objects (Metadata level): the holder is
+	// the log that said it acquired the lease.
+	logged    map[string][]handover
+	logHolder map[string]leaseHolder
 }
 
 // throttle is a request a client held back before sending it.
@@ -87,8 +108,9 @@ type throttle struct {
 // handover is a lease changing hands.
 type handover struct {
 	From, To string
-	FromNS   int64 // the old holder's last write
-	AtNS     int64 // the new holder's first write
+	FromNS   int64 // the old holder's last write (its acquisition, from logs)
+	AtNS     int64 // the new holder's first write (its acquisition, from logs)
+	Logged   bool  // read from the leaders' logs: From and To are logs
 }
 
 type leaseHolder struct {
@@ -98,7 +120,7 @@ type leaseHolder struct {
 
 func newEvidence() evidence {
 	return evidence{starts: map[string][]int64{}, recent: map[string][]listed{}, leases: map[string][]handover{},
-		holder: map[string]leaseHolder{}}
+		holder: map[string]leaseHolder{}, logged: map[string][]handover{}, logHolder: map[string]leaseHolder{}}
 }
 
 // add records a start or a lease write; they come in time order.
@@ -124,7 +146,34 @@ func (x *evidence) add(ev cpid.Evidence) {
 			x.leases[ev.Lease] = append(x.leases[ev.Lease], handover{From: h.name, To: ev.Holder, FromNS: h.at, AtNS: ev.AtNS})
 		}
 		x.holder[ev.Lease] = leaseHolder{name: ev.Holder, at: ev.AtNS}
+	case "acquired":
+		lock := ev.Lease
+		if lock == "" {
+			lock = strings.TrimPrefix(strings.ToLower(ev.Holder), "successfully acquired lease ")
+		}
+		ns, name, _ := strings.Cut(lock, "/")
+		if ns != LeaseNamespace || !slices.Contains(LeaderLeases, name) {
+			return
+		}
+		holder := logHolder(ev.File)
+		h := x.logHolder[name]
+		if h.name != holder {
+			x.logged[name] = append(x.logged[name], handover{From: h.name, To: holder, FromNS: h.at, AtNS: ev.AtNS, Logged: true})
+		}
+		x.logHolder[name] = leaseHolder{name: holder, at: ev.AtNS}
 	}
+}
+
+// logHolder names the leader whose log is file: its file name, or for a
+// kubelet's container log (.../POD/CONTAINER/N.log, N the restart count)
+// the pod and container, which a restart does not change.
+func logHolder(file string) string {
+	dir, base := filepath.Split(file)
+	if n := strings.TrimSuffix(base, ".log"); n != base && n != "" && strings.Trim(n, "0123456789") == "" {
+		container := filepath.Base(dir)
+		return filepath.Base(filepath.Dir(filepath.Clean(dir))) + "/" + container
+	}
+	return base
 }
 
 // startIn returns the latest start of program after afterNS and at most
@@ -140,11 +189,17 @@ func (x *evidence) startIn(program string, afterNS, atNS int64) (int64, bool) {
 
 // handoverIn returns the latest handover of program's lease after afterNS
 // and at most atNS.
+// The lease's writes in the audit log say it when they hold the lease
+// (holderIdentity); else the leaders' own logs.
 func (x *evidence) handoverIn(program string, afterNS, atNS int64) (handover, bool) {
-	hs := x.leases[program]
-	for i := len(hs) - 1; i >= 0; i-- {
-		if h := hs[i]; h.AtNS <= atNS {
-			return h, h.AtNS > afterNS
+	for _, hs := range [][]handover{x.leases[program], x.logged[program]} {
+		for i := len(hs) - 1; i >= 0; i-- {
+			if h := hs[i]; h.AtNS <= atNS {
+				if h.AtNS > afterNS {
+					return h, true
+				}
+				break
+			}
 		}
 	}
 	return handover{}, false
@@ -326,7 +381,15 @@ func (en *Engine) restarted(e *Event, causeNS int64) (int64, explanation, bool) 
 		return 0, explanation{}, false
 	}
 	at := time.Unix(0, start).UTC().Format("15:04:05.000")
-	if h, ok := ev.handoverIn(p, causeNS, e.ReceivedNS); ok {
+	if h, ok := ev.handoverIn(p, causeNS, e.ReceivedNS); ok && h.Logged {
+		from := "a holder whose log is not in the bundle"
+		if h.From != "" {
+			from = fmt.Sprintf("%s (which had acquired it at %s)", h.From, clockOf(h.FromNS))
+		}
+		return start, explanation{explain: cpid.ExplainLeaderGap, detail: fmt.Sprintf(
+			"lease %s/%s went from %s to %s, which logged %q at %s (the leases' holders are not in the audit log: "+
+				"from the leaders' logs); informers started at %s", LeaseNamespace, p, from, h.To, AcquiredMsg, clockOf(h.AtNS), at)}, true
+	} else if ok {
 		return start, explanation{explain: cpid.ExplainLeaderGap, detail: fmt.Sprintf(
 			"lease %s/%s held by %s (last renewed %s) went to %s at %s: no leader for %s; informers started at %s",
 			LeaseNamespace, p, h.From, clockOf(h.FromNS), h.To, clockOf(h.AtNS),

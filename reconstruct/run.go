@@ -202,7 +202,8 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	en.Evidence = func(program string, afterNS, atNS int64) ([]cpid.Evidence, error) {
 		var out []cpid.Evidence
 		err := st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: afterNS, AtNS: atNS, UpToID: lastEvent, Program: program,
-			StartMarkers: StartMarkers, LeaseNamespace: LeaseNamespace, Leases: LeaderLeases}, func(ev cpid.Evidence) error {
+			StartMarkers: StartMarkers, LeaseNamespace: LeaseNamespace, Leases: LeaderLeases,
+			AcquiredMsgs: acquiredMsgs(), UpToLogID: lastLog}, func(ev cpid.Evidence) error {
 			if ev.Kind == "start" && agentName(ev.UserAgent) != program {
 				return nil // another program whose name begins the same
 			}

@@ -382,15 +382,27 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	if len(q.Leases) > 0 {
 		leases = placeholders(len(q.Leases))
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0)
+	args = append(args, q.AfterNS, at, q.UpToLogID, s.own())
+	for _, m := range q.AcquiredMsgs {
+		args = append(args, m)
+	}
+	acquired := "NULL"
+	if len(q.AcquiredMsgs) > 0 {
+		acquired = placeholders(len(q.AcquiredMsgs))
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0), ''
 		FROM audit_events e WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ?
 		  AND e.verb IN ('list', 'watch') AND e.stage IN ('ResponseStarted', 'ResponseComplete')
 		  AND instr(e.user_agent, ?) = 1 AND (`+strings.Join(marks, " OR ")+`)
 		UNION ALL
-		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0)
+		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0), ''
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
 		WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
 		  AND e.resource = 'leases' AND e.namespace = ? AND e.name IN (`+leases+`)
+		UNION ALL
+		SELECT 'acquired', l.ts_ns, '', '', COALESCE(l.fields ->> '$.lock', ''), l.msg, 0, f.path
+		FROM log_records l JOIN files f ON f.id = l.file_id
+		WHERE l.ts_ns > ? AND l.ts_ns <= ? AND l.id <= ? AND l.cluster = ? AND l.msg IN (`+acquired+`)
 		ORDER BY 2`, args...)
 	if err != nil {
 		return fmt.Errorf("scan evidence: %w", err)
@@ -398,7 +410,7 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	defer rows.Close()
 	for rows.Next() {
 		var ev cpid.Evidence
-		if err := rows.Scan(&ev.Kind, &ev.AtNS, &ev.UserAgent, &ev.Resource, &ev.Lease, &ev.Holder, &ev.Code); err != nil {
+		if err := rows.Scan(&ev.Kind, &ev.AtNS, &ev.UserAgent, &ev.Resource, &ev.Lease, &ev.Holder, &ev.Code, &ev.File); err != nil {
 			return err
 		}
 		if err := fn(ev); err != nil {

@@ -329,7 +329,7 @@ func reconstructedFixture(t *testing.T, bundle string) string {
 // rewrites them).
 func TestGoldenTimelines(t *testing.T) {
 	for _, f := range []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "rollout-interrupted",
-		"node-loss", "kcm-restart", "leader-change", "conflicts", "cronjob", "metadata-policy", "traced", "waits"} {
+		"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "conflicts", "cronjob", "metadata-policy", "traced", "waits"} {
 		t.Run(f, func(t *testing.T) { goldenTimelines(t, f) })
 	}
 }
