@@ -69,7 +69,7 @@ bench: build
 
 # Run every fuzz target for FUZZTIME each.
 fuzz:
-	@for p in ./ingest/ ./ingest/jsonscan/ ./reconstruct/; do \
+	@for p in ./ingest/ ./ingest/jsonscan/ ./reconstruct/ ./export/; do \
 		for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 			echo "== $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 		done; \

@@ -1,6 +1,8 @@
 package export
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 
 	"github.com/cpid-dev/cpid"
@@ -35,6 +37,11 @@ func TestBuild(t *testing.T) {
 			{CPID: m, Merges: []cpid.Merge{{Origin: "inferred", Service: "w", TimeNS: 30, Sources: []string{a, b, o}}}},
 			{CPID: z},
 		}},
+	}
+	x.Spans = []cpid.ChangeSpan{
+		{SpanID: "reconcile", CPID: a, Service: "ctl", Name: "reconcile", StartNS: 21, EndNS: 29}, // after write 2 completed
+		{SpanID: "sync", ParentID: "reconcile", CPID: a, Service: "ctl", Name: "sync", StartNS: 22, EndNS: 23},
+		{SpanID: "early", CPID: m, Service: "ctl", Name: "early", StartNS: 1, EndNS: 2}, // before any write of m
 	}
 	y := cpid.ChangeRow{ID: b}
 	s := &Set{Changes: []Change{x}, Carriers: map[string][]Carrier{
@@ -73,8 +80,16 @@ func TestBuild(t *testing.T) {
 	if sp := get(5); sp.CPID != "" || attrs(sp)["cpid.unmerged_cpid"] != z || sp.Error != "HTTP 409" {
 		t.Errorf("failed write: CPID %q, attributes %v, error %q", sp.CPID, attrs(sp), sp.Error)
 	}
-	if tr.Spans[0].ID != orphan && tr.Spans[0].ID != WriteSpan(1) {
-		t.Errorf("spans start with %s", tr.Spans[0].ID)
+	// Controller spans: under their parent span, else the latest write of
+	// their CPID completed before they started, else its first write.
+	for name, want := range map[string]SpanID{"reconcile": WriteSpan(2), "sync": hashSpan("controller", a, "reconcile"), "early": WriteSpan(3)} {
+		sp, ok := spans[hashSpan("controller", a, name)]
+		if !ok || sp.Kind != KindController || sp.Parent != want {
+			t.Errorf("controller span %s: %+v, want parent %s", name, sp, want)
+		}
+	}
+	if !slices.IsSortedFunc(tr.Spans, func(x, y Span) int { return cmp.Compare(x.StartNS, y.StartNS) }) {
+		t.Errorf("spans are not in the order of their start")
 	}
 }
 

@@ -262,3 +262,16 @@ func TestPartialSuccess(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPartialSuccess: a receiver's answer, whatever it holds, is read
+// without a panic, and a well-formed one as it was written.
+func FuzzPartialSuccess(f *testing.F) {
+	f.Add(partial(3, "too old"))
+	f.Add([]byte("<html>bad gateway</html>"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		partialSuccess(b)
+		if n, msg := partialSuccess(partial(int64(len(b)), string(b))); n != int64(len(b)) || msg != string(b) {
+			t.Errorf("partialSuccess(partial(%d, %q)) = %d, %q", len(b), b, n, msg)
+		}
+	})
+}
