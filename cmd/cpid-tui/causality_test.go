@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -48,15 +47,8 @@ var envKinds = func() map[string]string {
 
 // readEnvTruth reads the truth.json of the fixture in dir.
 func readEnvTruth(t *testing.T, dir string) envTruth {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tr envTruth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	readTruthInto(t, dir, &tr)
 	return tr
 }
 

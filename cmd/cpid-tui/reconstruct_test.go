@@ -27,16 +27,21 @@ type truth struct {
 }
 
 func readTruth(t *testing.T, dir string) truth {
+	var tr truth
+	readTruthInto(t, dir, &tr)
+	return tr
+}
+
+// readTruthInto decodes the truth.json of the fixture in dir into v.
+func readTruthInto(t *testing.T, dir string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tr truth
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s/truth.json: %v", dir, err)
 	}
-	return tr
 }
 
 // truthKinds maps the kinds the recorder snapshots to resources; only

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,10 +19,6 @@ func TestTracedFixture(t *testing.T) {
 	checkAttribution(t, "traced", 1, 1)
 
 	dir := "../../fixtures/traced"
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tr struct {
 		Actions []struct {
 			ID          string
@@ -32,16 +27,8 @@ func TestTracedFixture(t *testing.T) {
 			EndNS       int64 `json:"command_end_ns"`
 		}
 	}
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
-	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", filepath.Join(dir, "bundle")); code != 0 {
-		t.Fatalf("ingest: %d\n%s%s", code, out, e)
-	}
-	if code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath); code != 0 {
-		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
-	}
+	readTruthInto(t, dir, &tr)
+	dbPath := reconstructedFixture(t, filepath.Join(dir, "bundle"))
 	code, out, e := runCmd(t, nil, "query", "changes", "--db", dbPath, "--output", "json")
 	if code != 0 {
 		t.Fatalf("query changes: %d %s", code, e)

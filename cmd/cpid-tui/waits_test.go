@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,10 +15,6 @@ import (
 func TestWaitsFixture(t *testing.T) {
 	checkAttribution(t, "waits", 1, 1)
 	dir := "../../fixtures/waits"
-	b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tr struct {
 		Actions []struct {
 			ID      string
@@ -29,9 +23,7 @@ func TestWaitsFixture(t *testing.T) {
 		}
 		Waits []struct{ Explain, Resource, NamePrefix, Writer, Action, Why string }
 	}
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	readTruthInto(t, dir, &tr)
 	if len(tr.Waits) < 4 {
 		t.Fatalf("%d waits in the ground truth", len(tr.Waits))
 	}
