@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 func init() {
@@ -97,72 +94,16 @@ func changeKind(c cpid.ChangeRow) string {
 	return c.Verb + " " + c.Resource + sub(c.Subresource) + " (" + string(c.Trigger) + ")"
 }
 
-// diffSide is one change's write at a step.
-type diffSide struct {
-	EventID  int64  `json:"event_id"`
-	Object   string `json:"object"`
-	AtNS     int64  `json:"at_ns"`
-	HopNS    int64  `json:"hop_ns"`
-	HasCause bool   `json:"has_cause"`
-	Critical bool   `json:"critical"`
-	Explain  string `json:"explain"`
-}
-
-// diffStep is one step of the two changes: a write of each, or of one.
-type diffStep struct {
-	Step       string    `json:"step"`
-	Writer     string    `json:"writer"`
-	Verb       string    `json:"verb"`
-	Resource   string    `json:"resource"`
-	Role       string    `json:"role"`
-	Occurrence int       `json:"occurrence"`
-	A          *diffSide `json:"a"`
-	B          *diffSide `json:"b"`
-	// DeltaNS is B's hop less A's, when both writes have a cause.
-	DeltaNS *int64 `json:"delta_ns"`
-}
-
-// writerDelta is the time one writer spent on each critical path.
-type writerDelta struct {
-	Writer  string `json:"writer"`
-	ANS     int64  `json:"a_ns"`
-	BNS     int64  `json:"b_ns"`
-	DeltaNS int64  `json:"delta_ns"`
-}
-
-// Rows of the per-writer table that are not writers: together with the
-// writers' they add up to each change's settled time.
-const (
-	rowStart   = "(start)"
-	rowOverlap = "(overlap)"
+// The comparison itself is reconstruct.Compare, which the TUI shows too.
+type (
+	diffReport  = reconstruct.Comparison
+	diffStep    = reconstruct.Step
+	diffSide    = reconstruct.StepSide
+	outsideWait = reconstruct.OutsideWait
 )
 
-// special are those rows, in the order they are listed.
-var special = []string{rowStart, rowOverlap}
-
-// diffReport is the comparison of two changes.
-type diffReport struct {
-	A          cpid.ChangeRow `json:"a"`
-	B          cpid.ChangeRow `json:"b"`
-	SettledANS int64          `json:"settled_a_ns"`
-	SettledBNS int64          `json:"settled_b_ns"`
-	DeltaNS    int64          `json:"delta_ns"`
-	Steps      []diffStep     `json:"steps"`
-	Writers    []writerDelta  `json:"writers"`
-	// BeforeA and BeforeB are the waits of the first write of each
-	// critical path on a cause outside its change, left out of Writers.
-	BeforeA *outsideWait `json:"before_a"`
-	BeforeB *outsideWait `json:"before_b"`
-	Summary string       `json:"summary"`
-}
-
-// outsideWait is the hop of a critical path's first write whose cause is
-// outside the change: a controller-start change's first write waited for
-// the controller to come back.
-type outsideWait struct {
-	Writer string `json:"writer"`
-	HopNS  int64  `json:"hop_ns"`
-}
+// special are the rows of the per-writer table that are not writers.
+var special = reconstruct.NotWriters
 
 // compareChanges reads two changes (ids or unique prefixes) and compares
 // them.
@@ -187,163 +128,9 @@ func compareChanges(ctx context.Context, st cpid.ChangeReader, id1, id2 string) 
 			return r, err
 		}
 	}
-	return compare(cs[0], cs[1], ts[0], ts[1]), nil
-}
-
-// compare aligns two timelines step by step and adds up their critical
-// paths by writer.
-func compare(a, b cpid.ChangeRow, ta, tb []cpid.TimelineEntry) diffReport {
-	r := diffReport{A: a, B: b, SettledANS: a.SettledNS - a.StartedNS, SettledBNS: b.SettledNS - b.StartedNS}
-	r.DeltaNS = r.SettledBNS - r.SettledANS
-	sa, sb := steps(a, ta), steps(b, tb)
-	at := map[string]int{}
-	for _, s := range sa {
-		at[s.key] = len(r.Steps)
-		r.Steps = append(r.Steps, s.diffStep)
-	}
-	for _, s := range sb {
-		if i, ok := at[s.key]; ok {
-			r.Steps[i].B = s.A
-			continue
-		}
-		s.B, s.A = s.A, nil
-		r.Steps = append(r.Steps, s.diffStep)
-	}
-	for i := range r.Steps {
-		if x, y := r.Steps[i].A, r.Steps[i].B; x != nil && y != nil && x.HasCause && y.HasCause {
-			d := y.HopNS - x.HopNS
-			r.Steps[i].DeltaNS = &d
-		}
-	}
-	// In the first change's order; the second's own steps at their time.
-	when := func(s diffStep) int64 {
-		if s.A != nil {
-			return s.A.AtNS
-		}
-		return s.B.AtNS
-	}
-	sort.SliceStable(r.Steps, func(i, j int) bool { return when(r.Steps[i]) < when(r.Steps[j]) })
-
-	wa, beforeA := pathByWriter(a, ta)
-	wb, beforeB := pathByWriter(b, tb)
-	r.BeforeA, r.BeforeB = beforeA, beforeB
-	for w := range wb {
-		if _, ok := wa[w]; !ok {
-			wa[w] = 0
-		}
-	}
-	var rows []writerDelta
-	for w, x := range wa {
-		d := writerDelta{Writer: w, ANS: x, BNS: wb[w], DeltaNS: wb[w] - x}
-		if slices.Contains(special, w) {
-			rows = append(rows, d)
-			continue
-		}
-		r.Writers = append(r.Writers, d)
-	}
-	sort.Slice(r.Writers, func(i, j int) bool {
-		x, y := r.Writers[i], r.Writers[j]
-		if abs(x.DeltaNS) != abs(y.DeltaNS) {
-			return abs(x.DeltaNS) > abs(y.DeltaNS)
-		}
-		return x.Writer < y.Writer
-	})
-	sort.Slice(rows, func(i, j int) bool {
-		return slices.Index(special, rows[i].Writer) < slices.Index(special, rows[j].Writer)
-	})
-	r.Writers = append(r.Writers, rows...)
+	r = reconstruct.Compare(cs[0], cs[1], ts[0], ts[1])
 	r.Summary = summary(r)
-	return r
-}
-
-// step is a diffStep with the key that matches it across changes; its
-// write is in A.
-type step struct {
-	diffStep
-	key string
-}
-
-// steps names each write of a change by its step (see diffHelp).
-func steps(c cpid.ChangeRow, ts []cpid.TimelineEntry) []step {
-	type objKey struct{ group, resource, ns, name string }
-	root := objKey{c.APIGroup, c.Resource, c.Namespace, c.Name}
-	roles := map[objKey]string{}
-	perResource := map[[2]string]int{}
-	seen := map[string]int{}
-	out := make([]step, 0, len(ts))
-	for _, t := range ts {
-		k := objKey{t.APIGroup, t.Resource, t.Namespace, t.Name}
-		role, ok := roles[k]
-		if !ok {
-			if k == root {
-				role = "root"
-			} else {
-				perResource[[2]string{t.APIGroup, t.Resource}]++
-				role = strconv.Itoa(perResource[[2]string{t.APIGroup, t.Resource}])
-			}
-			roles[k] = role
-		}
-		verb := t.Verb + sub(t.Subresource)
-		if t.Attempt {
-			verb += " (failed)"
-		}
-		base := strings.Join([]string{t.Writer, verb, t.APIGroup, t.Resource, role}, "\x00")
-		seen[base]++
-		n := seen[base]
-		label := fmt.Sprintf("%s %s %s[%s]", t.Writer, verb, t.Kind, role)
-		if n > 1 {
-			label += fmt.Sprintf(" (%d)", n)
-		}
-		out = append(out, step{key: base + "\x00" + strconv.Itoa(n), diffStep: diffStep{Step: label, Writer: t.Writer, Verb: verb,
-			Resource: t.Resource, Role: role, Occurrence: n, A: &diffSide{EventID: t.EventID, Object: object(t.Kind, t.Namespace, t.Name),
-				AtNS: t.NS - c.StartedNS, HopNS: t.HopNS, HasCause: t.CauseID != 0, Critical: t.Critical, Explain: string(t.Explain)}}})
-	}
-	return out
-}
-
-// pathByWriter adds up the hops of a change's critical path by writer
-// (cpid.TimeByReason) within the change, with the rows that make them add
-// up to its settled time (see diffHelp): rowStart and rowOverlap. The hop
-// of the path's first write, when its cause is outside the change, is
-// left out and returned.
-func pathByWriter(c cpid.ChangeRow, ts []cpid.TimelineEntry) (map[string]int64, *outsideWait) {
-	_, by := cpid.TimeByReason(ts)
-	// The path from its last write back to its first (MarkCritical): not
-	// in timeline order, where a write may complete before its cause.
-	idx := make(map[int64]int, len(ts))
-	last := -1
-	for i, t := range ts {
-		idx[t.EventID] = i
-		if t.Critical && !t.Attempt {
-			last = i
-		}
-	}
-	if last < 0 {
-		by[rowStart] = c.SettledNS - c.StartedNS
-		return by, nil
-	}
-	first := last
-	var within int64 // hops from causes on the path
-	for range ts {   // a path has at most every write
-		j, ok := idx[ts[first].CauseID]
-		if !ok || j == first || !ts[j].Critical {
-			break
-		}
-		within += ts[first].HopNS
-		first = j
-	}
-	// The path ends at the last successful write, the change's settled
-	// time; SettledNS - last.NS is 0 but keeps the sum exact whatever.
-	by[rowStart] = ts[first].NS - c.StartedNS + (c.SettledNS - ts[last].NS)
-	by[rowOverlap] = (ts[last].NS - ts[first].NS) - within
-	var before *outsideWait
-	if f := ts[first]; f.CauseID != 0 {
-		before = &outsideWait{Writer: f.Writer, HopNS: f.HopNS}
-		if by[f.Writer] -= f.HopNS; by[f.Writer] == 0 {
-			delete(by, f.Writer)
-		}
-	}
-	return by, before
+	return r, nil
 }
 
 // summary says how much longer (or shorter) B took than A, and which
@@ -358,15 +145,7 @@ func summary(r diffReport) string {
 		more = "less"
 	}
 	s := fmt.Sprintf("%s took %s %s than %s (%s against %s)", b, dur(abs(r.DeltaNS)), more, a, dur(r.SettledBNS), dur(r.SettledANS))
-	var top *writerDelta
-	for i, w := range r.Writers {
-		if slices.Contains(special, w.Writer) || (w.DeltaNS > 0) != (r.DeltaNS > 0) || w.DeltaNS == 0 {
-			continue
-		}
-		if top == nil || abs(w.DeltaNS) > abs(top.DeltaNS) {
-			top = &r.Writers[i]
-		}
-	}
+	top := r.Top()
 	if top != nil {
 		s += fmt.Sprintf("; %s of it in %s", dur(abs(top.DeltaNS)), top.Writer)
 	}
