@@ -112,7 +112,7 @@ func (f *filters) changeQuery(ctx context.Context, st cpid.ChangeReader, q *cpid
 		return err
 	}
 	if f.kind != "" {
-		t, err := parseType(f.kind)
+		t, err := cpid.ParseType(f.kind)
 		if err != nil {
 			return fmt.Errorf("--kind: %w", err)
 		}

@@ -66,7 +66,7 @@ Examples:
 // historyOptions is what `history` was asked for, past its flags: the
 // function the command runs, callable from another command front-end.
 type historyOptions struct {
-	ref     objectRef
+	ref     cpid.ObjectRef
 	filters filters
 	limit   int
 	diff    bool
@@ -95,7 +95,7 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if o.ref, err = parseRef(pos); err != nil {
+	if o.ref, err = cpid.ParseRef(pos); err != nil {
 		fmt.Fprintln(e.stderr, "cpid-tui history:", err)
 		return errUsage
 	}
@@ -167,7 +167,7 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 		}
 	}
 	kind := o.ref.Kind
-	if o.ref.Scope == scopeUnknown {
+	if o.ref.Scope == cpid.ScopeUnknown {
 		kind = cpid.KindOf("", m.Resource)
 	}
 	switch o.format {
