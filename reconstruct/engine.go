@@ -27,8 +27,8 @@ type Object struct {
 	// last and prev are the two latest successful writes, so that a write
 	// received while another to the same object was in flight finds the one
 	// it could have observed. specLast and specPrev are the same among the
-	// writes that were not metadata-only patches (metadataOnly): what an
-	// owner's controller creates or deletes dependents for.
+	// writes that may have changed the spec (specChanged): what an owner's
+	// controller creates or deletes dependents for.
 	last, prev         *Ref
 	specLast, specPrev *Ref
 	specHash           [20]byte // of the spec the latest update or create sent
