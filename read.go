@@ -169,14 +169,18 @@ type LogLine struct {
 	Line      int
 }
 
-// ChangeLogSet is the log lines of a change.
+// ChangeLogSet is the log lines of a change: every line logged in its time
+// window [FromNS, ToNS] that carries one of its CPIDs, or that the process
+// of one of its writers, or of a line carrying one of its CPIDs, logged.
 type ChangeLogSet struct {
 	Lines []LogLine
-	// Exact is true when the lines carry the change's CPIDs (instrumented
-	// controllers). Otherwise no line does, and Lines are those of the
-	// change's writers in its time window: a guess, to be read as such.
+	// Exact is true when some lines carry the change's CPIDs (instrumented
+	// controllers; their processes' other lines are there too). Otherwise
+	// no line does, and Lines are those of the change's writers in its
+	// time window: a guess, to be read as such.
 	Exact bool
-	// Writers, FromNS and ToNS are what the guess used.
+	// Writers, FromNS and ToNS are what the window used: from the change's
+	// start to LogWindowLag after it settled.
 	Writers      []string
 	FromNS, ToNS int64
 	// Truncated is true when there were more than the limit.

@@ -302,9 +302,12 @@ func logLines(ctx context.Context, db reader, q string, args ...any) ([]cpid.Log
 	})
 }
 
-// ChangeLogs returns, in time order, at most limit log lines of a change:
-// those carrying its related CPIDs, or when none does, those its writers
-// logged in its time window (a guess, marked as such).
+// ChangeLogs returns, in time order, at most limit log lines of a change,
+// every one logged in its time window (from its start to a little after it
+// settled): those carrying its related CPIDs, and every other line of its
+// writers' processes and of the processes that logged those CPIDs. Exact
+// says that some line carries one of the CPIDs; without one the lines are
+// a guess by time and process.
 func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
 	var set cpid.ChangeLogSet
 	if limit <= 0 {
@@ -320,29 +323,30 @@ func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.
 		if err != nil {
 			return err
 		}
-		set.Lines, err = logLines(ctx, db, walk("rel", "$1::text UNION SELECT cpid FROM revisions WHERE change_id = $1 AND cpid IS NOT NULL", false)+`
-			SELECT `+logColumns+` FROM log_records l JOIN files f ON f.id = l.file_id
-			WHERE l.cpid IN (SELECT cpid FROM rel) ORDER BY l.ts_ns, l.id LIMIT $2`, change, limit+1)
-		if err != nil || len(set.Lines) > 0 {
-			set.Exact = err == nil
-			return err
-		}
 		set.FromNS, set.ToNS = started, settled+cpid.LogWindowLag
 		if set.Writers, err = strs(ctx, db, `SELECT writer FROM revisions WHERE change_id = $1 AND writer_is_user = 0
 			GROUP BY writer ORDER BY min(stage_ns)`, change); err != nil {
 			return err
 		}
-		var pats []string
+		pats := []string{}
 		for _, w := range set.Writers {
 			pats = append(pats, cpid.WriterPatterns(w)...)
 		}
-		if len(pats) == 0 {
-			return nil
+		// A line of the window is the change's if it carries one of its
+		// CPIDs, or if its process is a writer's or logged one of its CPIDs.
+		rel := walk("rel", "$1::text UNION SELECT cpid FROM revisions WHERE change_id = $1 AND cpid IS NOT NULL", false)
+		set.Lines, err = logLines(ctx, db, rel+`
+			SELECT `+logColumns+` FROM log_records l JOIN files f ON f.id = l.file_id
+			WHERE l.ts_ns BETWEEN $2 AND $3 AND (l.cpid IN (SELECT cpid FROM rel) OR l.cluster = $4 AND (
+				l.file_id IN (SELECT file_id FROM log_records WHERE cpid IN (SELECT cpid FROM rel))
+				OR lower(f.path) LIKE ANY($5) OR lower(l.component) LIKE ANY($5)))
+			ORDER BY l.ts_ns, l.id LIMIT $6`, change, set.FromNS, set.ToNS, cluster, pats, limit+1)
+		if err != nil {
+			return err
 		}
-		set.Lines, err = logLines(ctx, db, `SELECT `+logColumns+` FROM log_records l JOIN files f ON f.id = l.file_id
-			WHERE l.ts_ns BETWEEN $1 AND $2 AND l.cluster = $3 AND (lower(f.path) LIKE ANY($4) OR lower(l.component) LIKE ANY($4))
-			ORDER BY l.ts_ns, l.id LIMIT $5`, set.FromNS, set.ToNS, cluster, pats, limit+1)
-		return err
+		return db.QueryRow(ctx, rel+`
+			SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN $2 AND $3)`,
+			change, set.FromNS, set.ToNS).Scan(&set.Exact)
 	})
 	if err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)

@@ -290,11 +290,14 @@ func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGra
 	return b.Graph(), rows.Err()
 }
 
-// ChangeLogs returns, in time order, at most limit log lines of a change:
-// those whose cpid is among the change's related CPIDs (its own and every
-// CPID descending from its root in the merge DAG); when there are none
-// (uninstrumented clusters), those its writers' processes logged between
-// the change's start and a little after it settled.
+// ChangeLogs returns, in time order, at most limit log lines of a change,
+// every one logged in its time window (from its start to a little after it
+// settled): those whose cpid is among the change's related CPIDs (its own
+// and every CPID descending from its root in the merge DAG), and every
+// other line of its writers' processes and of the processes that logged
+// those CPIDs (instrumented controllers log more than their mergelogs).
+// Exact says that some line carries one of the CPIDs; without one
+// (uninstrumented clusters), the lines are a guess by time and process.
 func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
 	var set cpid.ChangeLogSet
 	err := s.snapshot(ctx, func(db querier) error {
@@ -319,62 +322,53 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 	if err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
-	set.Lines, err = logLines(ctx, db, descendants("rel", "? UNION SELECT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL")+`
-		`+logSelect+` WHERE l.cpid IN (SELECT cpid FROM rel) ORDER BY l.ts_ns, l.id LIMIT ?`, change, change, limit+1)
+	set.FromNS, set.ToNS = started, settled+cpid.LogWindowLag
+	set.Writers, err = column(ctx, db, `SELECT writer FROM revisions WHERE change_id = ? AND writer_is_user = 0
+		GROUP BY writer ORDER BY min(stage_ns)`, change)
+	if err != nil {
+		return set, fmt.Errorf("writers of change %s: %w", change, err)
+	}
+	// A line of the window is the change's if it carries one of its
+	// CPIDs, or if its process is a writer's or logged one of its CPIDs.
+	procs := []string{`l.file_id IN (SELECT file_id FROM log_records WHERE cpid IN (SELECT cpid FROM rel))`}
+	args := []any{change, change, set.FromNS, set.ToNS, cluster}
+	for _, w := range set.Writers {
+		for _, p := range cpid.WriterPatterns(w) {
+			procs = append(procs, "lower(f.path) LIKE ? OR lower(l.component) LIKE ?")
+			args = append(args, p, p)
+		}
+	}
+	args = append(args, limit+1)
+	rel := descendants("rel", "? UNION SELECT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL")
+	rows, err := db.QueryContext(ctx, rel+`
+		SELECT l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line
+		FROM log_records l JOIN files f ON f.id = l.file_id
+		WHERE l.ts_ns BETWEEN ? AND ? AND (l.cpid IN (SELECT cpid FROM rel) OR l.cluster = ? AND (`+strings.Join(procs, " OR ")+`))
+		ORDER BY l.ts_ns, l.id LIMIT ?`, args...)
 	if err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
-	if len(set.Lines) > 0 {
-		set.Exact = true
-	} else {
-		set.FromNS, set.ToNS = started, settled+cpid.LogWindowLag
-		set.Writers, err = column(ctx, db, `SELECT writer FROM revisions WHERE change_id = ? AND writer_is_user = 0
-			GROUP BY writer ORDER BY min(stage_ns)`, change)
-		if err != nil {
-			return set, fmt.Errorf("writers of change %s: %w", change, err)
-		}
-		var conds []string
-		args := []any{set.FromNS, set.ToNS, cluster}
-		for _, w := range set.Writers {
-			for _, p := range cpid.WriterPatterns(w) {
-				conds = append(conds, "lower(f.path) LIKE ? OR lower(l.component) LIKE ?")
-				args = append(args, p, p)
-			}
-		}
-		if len(conds) == 0 {
-			return set, nil
-		}
-		args = append(args, limit+1)
-		set.Lines, err = logLines(ctx, db, logSelect+` WHERE l.ts_ns BETWEEN ? AND ? AND l.cluster = ? AND (`+strings.Join(conds, " OR ")+`)
-			ORDER BY l.ts_ns, l.id LIMIT ?`, args...)
-		if err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		var l cpid.LogLine
+		if err := rows.Scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line); err != nil {
 			return set, fmt.Errorf("logs of change %s: %w", change, err)
 		}
+		set.Lines = append(set.Lines, l)
+	}
+	if err := rows.Err(); err != nil {
+		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
 	if len(set.Lines) > limit {
 		set.Lines, set.Truncated = set.Lines[:limit], true
 	}
-	return set, nil
-}
-
-const logSelect = `SELECT l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line
-	FROM log_records l JOIN files f ON f.id = l.file_id`
-
-func logLines(ctx context.Context, db querier, q string, args ...any) ([]cpid.LogLine, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
+	err = db.QueryRowContext(ctx, rel+`
+		SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN ? AND ?)`,
+		change, change, set.FromNS, set.ToNS).Scan(&set.Exact)
 	if err != nil {
-		return nil, err
+		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
-	defer rows.Close()
-	var out []cpid.LogLine
-	for rows.Next() {
-		var l cpid.LogLine
-		if err := rows.Scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+	return set, nil
 }
 
 // ObjectRevisions returns the last limit writes of an object in the order

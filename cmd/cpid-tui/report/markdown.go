@@ -195,7 +195,7 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 		p("No controller log line was found for this change.\n")
 	} else {
 		if r.Logs.Exact {
-			p("The log lines that carry the change's CPIDs")
+			p("The log lines of the change's time that carry its CPIDs, with the other lines of their processes and of its writers'")
 		} else {
 			p("No line carries the change's CPIDs: these are its writers' lines in its time window, a guess")
 		}

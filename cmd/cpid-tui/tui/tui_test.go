@@ -25,14 +25,30 @@ const bundle = "../../../fixtures/basic/bundle"
 
 // fixtureDB is a database ingested and reconstructed from the real fixture,
 // built once for the package's tests, which only read it.
-var fixtureDB = sync.OnceValues(func() (string, error) {
+func fixtureDB() (string, error) { return fixtureDBOf("basic") }
+
+var fixtureDBs = struct {
+	sync.Mutex
+	paths map[string]string
+	errs  map[string]error
+}{paths: map[string]string{}, errs: map[string]error{}}
+
+// fixtureDBOf is the database of fixtures/NAME, built once.
+func fixtureDBOf(name string) (string, error) {
+	fixtureDBs.Lock()
+	defer fixtureDBs.Unlock()
+	if p, ok := fixtureDBs.paths[name]; ok {
+		return p, fixtureDBs.errs[name]
+	}
 	dir, err := os.MkdirTemp("", "cpid-tui-test")
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "cpid.db")
-	return path, fill(path, bundle)
-})
+	err = fill(path, "../../../fixtures/"+name+"/bundle")
+	fixtureDBs.paths[name], fixtureDBs.errs[name] = path, err
+	return path, err
+}
 
 // fill ingests paths into the database at path and reconstructs.
 func fill(path string, paths ...string) error {
@@ -55,7 +71,7 @@ func fill(path string, paths ...string) error {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if path, err := fixtureDB(); err == nil {
+	for _, path := range fixtureDBs.paths {
 		os.RemoveAll(filepath.Dir(path))
 	}
 	os.Exit(code)
@@ -68,7 +84,13 @@ func fixedNow() time.Time { return time.Date(2026, 11, 22, 17, 0, 0, 0, time.UTC
 // with its first screen loaded.
 func newTest(t *testing.T, w, h int, opt Options) *Model {
 	t.Helper()
-	path, err := fixtureDB()
+	return newTestOf(t, "basic", w, h, opt)
+}
+
+// newTestOf is newTest on fixtures/fixture.
+func newTestOf(t *testing.T, fixture string, w, h int, opt Options) *Model {
+	t.Helper()
+	path, err := fixtureDBOf(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
