@@ -294,6 +294,10 @@ func TestContractRead(t *testing.T) {
 				"by prefix":                              {IDPrefix: mid.ID[:1]},
 				"by the whole id":                        {IDPrefix: mid.ID},
 				"by an unknown one":                      {IDPrefix: "zz"},
+				"a writer, in the filter":                {Filter: "Scheduler"},
+				"a verb, in the filter":                  {Filter: "update/status"},
+				"a code, in the filter":                  {Filter: "409"},
+				"a name's part, in the filter":           {Filter: "-7"},
 			} {
 				q.Limit = 1000
 				got := read("changes "+name, func(r cpid.ChangeReader) (any, error) { return r.Changes(ctx, q) }).([]cpid.ChangeRow)

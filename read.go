@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -19,8 +20,10 @@ type DataVersion struct {
 
 // ChangeQuery selects and orders changes, one page at a time.
 type ChangeQuery struct {
-	// Filter keeps changes whose namespace, name, resource, user or id
-	// contains it (case-insensitive).
+	// Filter keeps changes whose namespace, name, resource, user, id or
+	// cluster contains it (case-insensitive), or with a write whose object
+	// name or writer contains it, whose verb (update/status) does when it
+	// may name one (FilterWrites), or whose HTTP code it is (409).
 	Filter string
 	// Sort is "time" (newest first, the default), "duration" or "size".
 	Sort   string
@@ -45,6 +48,28 @@ type ChangeQuery struct {
 	MinDurationNS int64
 	// Trigger keeps the changes that this started.
 	Trigger Trigger
+}
+
+// writeVerbs are the verbs of writes, which a filter may name.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "apply"}
+
+// FilterWrites says what else than names and writers a changes filter may
+// match in a change's writes: a verb, when the filter is part of one or
+// starts with one (upd, update/status, patch/scale), and an HTTP code,
+// when it is three digits (409).
+func FilterWrites(filter string) (verb bool, code int) {
+	f := strings.ToLower(filter)
+	for _, v := range writeVerbs {
+		if strings.Contains(v, f) || strings.HasPrefix(f, v+"/") {
+			verb = true
+		}
+	}
+	if len(f) == 3 {
+		if n, err := strconv.Atoi(f); err == nil && n >= 100 && n <= 599 {
+			code = n
+		}
+	}
+	return verb, code
 }
 
 // ChangeRow is one root change as the changes query lists it.

@@ -82,9 +82,28 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 		add(`c.cluster = $%[1]d`, s.cluster)
 	}
 	if q.Filter != "" {
-		add(`(lower(c.namespace) LIKE $%[1]d OR lower(c.name) LIKE $%[1]d
-			OR lower(c.resource) LIKE $%[1]d OR lower(c."user") LIKE $%[1]d OR c.id LIKE $%[1]d OR lower(c.cluster) LIKE $%[1]d)`,
-			"%"+strings.ToLower(q.Filter)+"%")
+		raw := strings.ToLower(q.Filter)
+		// The writes' verbs and codes are in audit_events: read only when
+		// the filter may name one.
+		verb, code := cpid.FilterWrites(q.Filter)
+		args = append(args, "%"+raw+"%", raw)
+		like, sub, num := len(args)-1, len(args), 0
+		writes := `strpos(lower(r.name), $%[2]d) > 0 OR strpos(lower(r.writer), $%[2]d) > 0`
+		join := ""
+		if verb {
+			writes += ` OR strpos(e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END, $%[2]d) > 0`
+		}
+		if code != 0 {
+			args = append(args, code)
+			num = len(args)
+			writes += ` OR e.code = $%[3]d`
+		}
+		if verb || code != 0 {
+			join = ` JOIN audit_events e ON e.id = r.event_id`
+		}
+		conds = append(conds, fmt.Sprintf(`(lower(c.namespace) LIKE $%[1]d OR lower(c.name) LIKE $%[1]d
+			OR lower(c.resource) LIKE $%[1]d OR lower(c."user") LIKE $%[1]d OR c.id LIKE $%[1]d OR lower(c.cluster) LIKE $%[1]d
+			OR c.id IN (SELECT r.change_id FROM revisions r`+join+` WHERE r.change_id IS NOT NULL AND (`+writes+`)))`, like, sub, num))
 	}
 	if q.IDPrefix != "" {
 		add(`starts_with(c.id, $%[1]d)`, q.IDPrefix)

@@ -54,8 +54,24 @@ func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 	}
 	if q.Filter != "" {
 		f := "%" + strings.ToLower(q.Filter) + "%"
-		add(`(lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ?
-			OR c.id LIKE ? OR lower(c.cluster) LIKE ?)`, f, f, f, f, f, f)
+		raw := strings.ToLower(q.Filter)
+		conds := `lower(c.namespace) LIKE ? OR lower(c.name) LIKE ? OR lower(c.resource) LIKE ? OR lower(c.user) LIKE ?
+			OR c.id LIKE ? OR lower(c.cluster) LIKE ?
+			OR c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND (instr(lower(name), ?) > 0 OR instr(lower(writer), ?) > 0))`
+		a := []any{f, f, f, f, f, f, raw, raw}
+		// The writes' verbs and codes are in audit_events: read only when
+		// the filter may name one.
+		verb, code := cpid.FilterWrites(q.Filter)
+		if verb {
+			conds += ` OR c.id IN (SELECT r.change_id FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id IS NOT NULL
+				AND instr(e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END, ?) > 0)`
+			a = append(a, raw)
+		}
+		if code != 0 {
+			conds += ` OR c.id IN (SELECT r.change_id FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id IS NOT NULL AND e.code = ?)`
+			a = append(a, code)
+		}
+		add(`(`+conds+`)`, a...)
 	}
 	if q.IDPrefix != "" {
 		add(`substr(c.id, 1, ?) = ?`, utf8.RuneCountInString(q.IDPrefix), q.IDPrefix)
