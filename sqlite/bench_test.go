@@ -3,8 +3,8 @@ package sqlite
 import (
 	"bufio"
 	"compress/gzip"
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"io"
 	"os"
