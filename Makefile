@@ -6,10 +6,27 @@ DEMO_DB ?= $(CURDIR)/demo.db
 SCENARIO ?= basic
 FUZZTIME ?= 30s
 
-.PHONY: build test demo record experiments bench fuzz fuzz-brief vet clean verify-report verify-export
+.PHONY: build install docs test demo record experiments bench fuzz fuzz-brief vet clean verify-report verify-export
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cpid-tui
+
+# Install cpid-tui into $(PREFIX)/bin with kubectl-cpid beside it (a
+# symbolic link), which makes it the kubectl plugin `kubectl cpid`, and
+# kubectl_complete-cpid, which kubectl (1.26 and later) runs to complete
+# `kubectl cpid ...` in a shell. make install PREFIX=$$HOME/.local
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/cpid-tui
+	ln -sf cpid-tui $(DESTDIR)$(PREFIX)/bin/kubectl-cpid
+	printf '#!/bin/sh\n# kubectl runs this to complete `kubectl cpid ...` (kubectl 1.26+).\nexec kubectl-cpid __complete "$$@"\n' > $(DESTDIR)$(PREFIX)/bin/kubectl_complete-cpid
+	chmod 0755 $(DESTDIR)$(PREFIX)/bin/kubectl_complete-cpid
+
+# docs/CLI.md from the command tree (cobra's doc generator); TestCLIDocs,
+# in make test, fails when it is not current.
+docs:
+	$(GO) run ./cmd/cpid-tui gen-docs > docs/CLI.md
 
 vet:
 	$(GO) vet ./...
@@ -24,7 +41,7 @@ test: vet
 # the terminal UI on it (q quits, ? shows the keys).
 demo: build
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
-	$(BIN) ingest --quiet --db $(DEMO_DB) fixtures/basic/bundle
+	$(BIN) ingest -q --db $(DEMO_DB) fixtures/basic/bundle
 	$(BIN) reconstruct --db $(DEMO_DB)
 	@if [ -t 0 ] && [ -t 1 ]; then $(BIN) browse --db $(DEMO_DB); else \
 		echo "Not a terminal: run $(BIN) browse --db $(DEMO_DB) in one, or $(BIN) query changes --db $(DEMO_DB)"; fi

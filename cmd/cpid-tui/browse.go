@@ -5,22 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 func init() {
-	register(command{name: "browse", summary: "terminal UI: changes, their merge DAG, timelines, logs and revisions", run: runBrowse})
+	register(command{name: "browse", use: "[--change ID]", group: "read", summary: "terminal UI: changes, their merge DAG, timelines, logs and revisions",
+		help: browseHelp, setup: setupBrowse})
 }
 
-func runBrowse(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "browse", "[--db cpid.db] [--change ID]", strings.TrimSpace(`
+const browseHelp = `
 Opens a terminal UI on a database that ingest and reconstruct filled: the
 root changes, newest first; for one change its merge DAG, a timeline with one
 lane per controller and the critical path, its controllers' log lines, and
@@ -28,46 +28,49 @@ the revisions of its objects with a diff between any two. Press ? for the
 keys, q to quit. When tail writes to the same database, the view refreshes
 and keeps its cursor. NO_COLOR turns colors off; 80x24 is enough.
 
-For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`))
-	var db string
-	dbFlag(fs, &db)
-	cluster := clusterFlag(fs, "")
+For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`
+
+func setupBrowse(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	change := fs.String("change", "", "open this change (an id from the changes list, or a unique prefix of one) first")
 	refresh := fs.Duration("refresh", 2*time.Second, "how often to look for new data; 0 never")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 || *refresh < 0 {
-		fs.Usage()
-		return errUsage
-	}
-	// Never a new empty file: browsing one would only hide a wrong path.
-	db0, err := openStore(ctx, e.stderr, db, readOnly)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	in, inOK := e.stdin.(*os.File)
-	out, outOK := e.stdout.(*os.File)
-	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
-		return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
-	}
-	st := db0.view(*cluster)
-	if *change != "" {
-		if *change, err = resolveChange(ctx, st, *change); err != nil {
+	c.RegisterFlagCompletionFunc("change", completeChanges(e))
+	return func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usagef("unexpected arguments %q", args)
+		}
+		if *refresh < 0 {
+			return usagef("--refresh %s: give 0 (never) or more", *refresh)
+		}
+		cluster := &e.cluster
+		// Never a new empty file: browsing one would only hide a wrong path.
+		db0, err := openStore(ctx, e.notices(), e.db, readOnly)
+		if err != nil {
 			return err
 		}
+		defer db0.close()
+		in, inOK := e.stdin.(*os.File)
+		out, outOK := e.stdout.(*os.File)
+		if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
+			return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
+		}
+		st := db0.view(*cluster)
+		if *change != "" {
+			if *change, err = resolveChange(ctx, st, *change); err != nil {
+				return err
+			}
+		}
+		noColor := os.Getenv("NO_COLOR") != ""
+		m := tui.New(ctx, st, tui.Options{Change: *change, Refresh: *refresh, Color: !noColor})
+		opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}
+		if noColor {
+			// https://no-color.org: any non-empty value, which the terminal
+			// detection (strconv.ParseBool) would not all take.
+			opts = append(opts, tea.WithColorProfile(colorprofile.ASCII))
+		}
+		if _, err := tea.NewProgram(m, opts...).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+			return fmt.Errorf("terminal UI: %w", err)
+		}
+		return nil
 	}
-	noColor := os.Getenv("NO_COLOR") != ""
-	m := tui.New(ctx, st, tui.Options{Change: *change, Refresh: *refresh, Color: !noColor})
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}
-	if noColor {
-		// https://no-color.org: any non-empty value, which the terminal
-		// detection (strconv.ParseBool) would not all take.
-		opts = append(opts, tea.WithColorProfile(colorprofile.ASCII))
-	}
-	if _, err := tea.NewProgram(m, opts...).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
-		return fmt.Errorf("terminal UI: %w", err)
-	}
-	return nil
 }

@@ -315,7 +315,7 @@ func createdBefore(db *sql.DB, ns, name string, killedNS int64) bool {
 // and the node agent's writes (TestAttributionEnvironment checks them).
 func TestBlindWarning(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", db, "--quiet", "../../fixtures/metadata-policy/bundle"); code != 0 {
+	if code, out, e := runCmd(t, nil, "ingest", "--db", db, "../../fixtures/metadata-policy/bundle"); code != 0 {
 		t.Fatalf("ingest: %d\n%s%s", code, out, e)
 	}
 	code, out, e := runCmd(t, nil, "reconstruct", "--db", db)

@@ -51,7 +51,7 @@ func testFleet(t *testing.T, dir, fleet string) {
 		return cs
 	}
 	for name, bundle := range fixtures {
-		must("ingest", "--quiet", "--db", fleet, "--cluster", name, bundle)
+		must("ingest", "--db", fleet, "--cluster", name, bundle)
 	}
 	out := must("reconstruct", "--db", fleet)
 	if !strings.Contains(out, "cluster east:") || !strings.Contains(out, "cluster west:") {
@@ -60,7 +60,7 @@ func testFleet(t *testing.T, dir, fleet string) {
 	total := 0
 	for name, bundle := range fixtures {
 		alone := filepath.Join(dir, name+".db")
-		must("ingest", "--quiet", "--db", alone, bundle)
+		must("ingest", "--db", alone, bundle)
 		must("reconstruct", "--db", alone)
 		want, got := changes("--db", alone), changes("--db", fleet, "--cluster", name)
 		if len(want) == 0 || len(got) != len(want) {

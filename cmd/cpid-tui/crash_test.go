@@ -58,11 +58,11 @@ func TestIngestKilled(t *testing.T) {
 			dir := t.TempDir()
 			want, db := filepath.Join(dir, "want.db"), filepath.Join(dir, "cpid.db")
 			args := func(path string) []string {
-				return []string{"ingest", "--quiet", "--batch", "500", "--db", path, bundle}
+				return []string{"ingest", "--batch", "500", "--db", path, bundle}
 			}
 			if existing {
 				for _, p := range []string{want, db} {
-					if code, _, errOut := runCmd(t, nil, "ingest", "--quiet", "--db", p, basicBundle); code != 0 {
+					if code, _, errOut := runCmd(t, nil, "ingest", "--db", p, basicBundle); code != 0 {
 						t.Fatalf("first ingest: %s", errOut)
 					}
 				}

@@ -26,7 +26,7 @@ func TestIngestCredentialsPostgres(t *testing.T) {
 		t.Fatalf("the input holds no %q: nothing would be tested", marker)
 	}
 	db := pgtest.NewDatabase(t)
-	if code, out, errOut := runCmd(t, bytes.NewReader(in), "ingest", "--db", db, "--quiet", "-"); code != 0 {
+	if code, out, errOut := runCmd(t, bytes.NewReader(in), "ingest", "--db", db, "-"); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, errOut := runCmd(t, nil, "reconstruct", "--db", db); code != 0 {

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 func init() {
-	register(command{name: "diff", summary: "compare two changes hop by hop: where the slower one lost its time", run: runDiff})
+	register(command{name: "diff", use: "ID1 ID2 [flags]", group: "read", summary: "compare two changes hop by hop: where the slower one lost its time",
+		help: diffHelp, formats: dataFormats, setup: setupDiff})
 }
 
 const diffHelp = `Compares two changes of the same kind (two rollouts, two scale-ups) to
@@ -58,35 +61,29 @@ Examples:
   cpid-tui diff 341ca5b9 5ecff3ef
   cpid-tui diff 341ca5b9 5ecff3ef --output json | jq '.writers[0]'`
 
-func runDiff(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "diff", "ID1 ID2 [flags]", diffHelp)
-	var db string
-	dbFlag(fs, &db)
-	cluster := clusterFlag(fs, "")
-	format := fs.String("output", "table", "table, json or csv (csv: the steps)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+func setupDiff(c *cobra.Command, e *env) runFunc {
+	c.ValidArgsFunction = argChanges(e, 2)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("give two change ids")
+		}
+		db, cluster := e.db, &e.cluster
+		db0, err := openStore(ctx, e.notices(), db, readOnly)
+		if err != nil {
+			return err
+		}
+		defer db0.close()
+		st := db0.view(*cluster)
+		r, err := compareChanges(ctx, st, pos[0], pos[1])
+		if err != nil {
+			db0.hintReconstruct(ctx, e, db, *cluster)
+			return err
+		}
+		if k1, k2 := changeKind(r.A), changeKind(r.B); k1 != k2 {
+			fmt.Fprintln(e.stderr, tui.Printable(fmt.Sprintf("cpid-tui diff: the changes are not of the same kind (%s, %s): steps match where they can", k1, k2)))
+		}
+		return printDiff(e.stdout, e.format(c), e.noHeaders, r)
 	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return errUsage
-	}
-	db0, err := openStore(ctx, e.stderr, db, readOnly)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	st := db0.view(*cluster)
-	r, err := compareChanges(ctx, st, pos[0], pos[1])
-	if err != nil {
-		db0.hintReconstruct(ctx, e.stderr, db, *cluster)
-		return err
-	}
-	if k1, k2 := changeKind(r.A), changeKind(r.B); k1 != k2 {
-		fmt.Fprintln(e.stderr, tui.Printable(fmt.Sprintf("cpid-tui diff: the changes are not of the same kind (%s, %s): steps match where they can", k1, k2)))
-	}
-	return printDiff(e.stdout, *format, r)
 }
 
 // changeKind is what a change did, for telling two kinds apart.
@@ -176,7 +173,7 @@ func sdur(ns int64) string {
 }
 
 // printDiff writes the report in the format asked for.
-func printDiff(w io.Writer, format string, r diffReport) error {
+func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
 	head := []string{"STEP", "AT (1)", "HOP (1)", "AT (2)", "HOP (2)", "DELTA"}
 	var rows [][]string
 	for _, s := range r.Steps {
@@ -201,24 +198,19 @@ func printDiff(w io.Writer, format string, r diffReport) error {
 		}
 		rows = append(rows, []string{s.Step, at1, hop1, at2, hop2, delta})
 	}
-	switch format {
-	case "json":
-		if r.Steps == nil {
-			r.Steps = []diffStep{}
-		}
-		return output(w, format, nil, nil, r)
-	case "csv":
-		return output(w, format, head, rows, nil)
-	case "", "table":
-	default:
-		return fmt.Errorf("unknown --output %q (table, json, csv)", format)
+	if r.Steps == nil {
+		r.Steps = []diffStep{}
+	}
+	steps := listing{head: head, rows: rows, elide: []int{0}, data: r, csv: r.Steps}
+	if format != "table" && format != "wide" {
+		return steps.write(w, format, noHeaders)
 	}
 	for i, c := range []cpid.ChangeRow{r.A, r.B} {
 		fmt.Fprintln(w, tui.Printable(fmt.Sprintf("(%d) %s  %s %s  %s  %s, settled after %s", i+1, c.ID, c.Verb,
-			object(c.Kind, c.Namespace, c.Name)+sub(c.Subresource), clock(c.StartedNS), plural(c.Writes, "write"), dur(c.SettledNS-c.StartedNS))))
+			object(c.Kind, c.Namespace, c.Name)+sub(c.Subresource), clock(c.StartedNS), tui.Plural(c.Writes, "write"), dur(c.SettledNS-c.StartedNS))))
 	}
 	fmt.Fprintln(w)
-	if err := output(w, format, head, rows, nil); err != nil {
+	if err := steps.write(w, format, noHeaders); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -227,7 +219,8 @@ func printDiff(w io.Writer, format string, r diffReport) error {
 		rows = append(rows, []string{d.Writer, sdur(d.ANS), sdur(d.BNS), signed(d.DeltaNS)})
 	}
 	rows = append(rows, []string{"settled after", dur(r.SettledANS), dur(r.SettledBNS), signed(r.DeltaNS)})
-	if err := output(w, format, []string{"CRITICAL PATH BY WRITER", "(1)", "(2)", "DELTA"}, rows, nil); err != nil {
+	byWriter := listing{head: []string{"CRITICAL PATH BY WRITER", "(1)", "(2)", "DELTA"}, rows: rows, elide: []int{0}}
+	if err := byWriter.write(w, format, noHeaders); err != nil {
 		return err
 	}
 	for i, b := range []*outsideWait{r.BeforeA, r.BeforeB} {

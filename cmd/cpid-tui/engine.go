@@ -120,7 +120,10 @@ func openForLoad(ctx context.Context, w io.Writer, db string) (*database, error)
 // hintReconstruct tells w to run reconstruct when no cluster of the
 // database was ever reconstructed: a reading command then finds nothing,
 // which should not look like "no changes happened".
-func (d *database) hintReconstruct(ctx context.Context, w io.Writer, db, cluster string) {
+func (d *database) hintReconstruct(ctx context.Context, e *env, db, cluster string) {
+	if e.quiet {
+		return
+	}
 	cs, err := d.clustersOf(ctx, cluster)
 	if err != nil {
 		return
@@ -135,7 +138,16 @@ func (d *database) hintReconstruct(ctx context.Context, w io.Writer, db, cluster
 	if isPostgres(db) {
 		where = "" // the URL may hold a password
 	}
-	fmt.Fprintf(w, "cpid-tui: nothing was reconstructed in this database yet: run `cpid-tui reconstruct%s` (after `cpid-tui ingest`)\n", where)
+	fmt.Fprintf(e.stderr, "%s: nothing was reconstructed in this database yet: run `%s reconstruct%s` (after `%s ingest`)\n", e.prog, e.prog, where, e.prog)
+}
+
+// notices is where a command tells what it noticed on the way (a
+// symbolic link followed): stderr, nowhere with --quiet.
+func (e *env) notices() io.Writer {
+	if e.quiet {
+		return io.Discard
+	}
+	return e.stderr
 }
 
 // clustersOf returns the cluster named, or every cluster of the database

@@ -24,7 +24,7 @@ func TestQueryEscapes(t *testing.T) {
 	if err := os.WriteFile(log, []byte(hostileAudit), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range [][]string{{"ingest", "--quiet", "--db", db, log}, {"reconstruct", "--db", db}} {
+	for _, a := range [][]string{{"ingest", "--db", db, log}, {"reconstruct", "--db", db}} {
 		if code, out, errOut := runCmd(t, nil, a...); code != 0 {
 			t.Fatalf("%v: exit %d\n%s%s", a, code, out, errOut)
 		}

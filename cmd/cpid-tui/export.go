@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -14,13 +13,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/export"
 )
 
 func init() {
-	register(command{name: "export", summary: "write changes as traces: OTLP (or push to a collector, Tempo, Jaeger), Jaeger JSON, Perfetto", run: runExport})
+	register(command{name: "export", use: "[ID...|--all|FILTERS] [--format otlp|jaeger|perfetto] [-o FILE] [--otlp-endpoint URL]", group: "read",
+		summary: "write changes as traces: OTLP (or push to a collector, Tempo, Jaeger), Jaeger JSON, Perfetto", help: exportHelp, setup: setupExport})
 }
 
 const exportHelp = `Writes changes as traces that trace viewers open, one trace per change.
@@ -58,6 +61,9 @@ gets /v1/traces). Failed requests (429, 502, 503, 504, no answer) are sent
 again with backoff, as the receiver's Retry-After asks, up to
 --otlp-attempts times. Without -o it only pushes.
 
+Here -o/--output is the file to write, not a listing's format (the
+format is --format).
+
 Examples:
   cpid-tui export --all --format perfetto -o changes.json
   cpid-tui export 4a01429c --format jaeger -o web.json
@@ -65,13 +71,10 @@ Examples:
   cpid-tui export --since 1h --min-duration 10s --format perfetto -o slow.json
   cpid-tui export --all -o changes.jsonl && otel-tui --from-json-file changes.jsonl`
 
-func runExport(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "export", "[ID...|--all|FILTERS] [--format otlp|jaeger|perfetto] [-o FILE] [--otlp-endpoint URL]", exportHelp)
-	var db string
-	dbFlag(fs, &db)
-	cluster := clusterFlag(fs, "")
+func setupExport(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	format := fs.String("format", "otlp", "otlp, jaeger or perfetto")
-	out := fs.String("o", "", "write to this file; - is standard output (the default unless --otlp-endpoint is given)")
+	out := fs.StringP("output", "o", "", "write to this file; - is standard output (the default unless --otlp-endpoint is given)")
 	all := fs.Bool("all", false, "every change")
 	filter := fs.String("filter", "", "the changes whose namespace, name, kind, user or id contains this (as query changes)")
 	limit := fs.Int("limit", 0, "at most this many changes, newest first (0: all)")
@@ -84,107 +87,105 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		"keep the changes started by")
 	fs.DurationVar(&f.minDuration, "min-duration", 0, "keep the changes that took at least this long, started to last write")
 	newPusher := otlpFlags(fs)
-	ids, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	usage := func(msg string) error {
-		fmt.Fprintln(e.stderr, "cpid-tui export:", msg)
-		return errUsage
-	}
-	filtered := *filter != "" || f != (filters{})
-	switch {
-	case len(ids) == 0 && !*all && !filtered:
-		fs.Usage()
-		return usage("give change IDs, --all, or filters (--filter TEXT, --since...)")
-	case len(ids) > 0 && (*all || filtered):
-		return usage("give change IDs, or --all or filters, not both")
-	case *limit < 0:
-		return usage(fmt.Sprintf("--limit %d: give 0 (all) or more", *limit))
-	}
-	write, ok := writers[*format]
-	if !ok {
-		return usage(fmt.Sprintf("unknown --format %q (otlp, jaeger, perfetto)", *format))
-	}
-	pusher, err := newPusher(e)
-	if err != nil {
-		return usage(err.Error())
-	}
-	if *out == "" && pusher == nil {
-		*out = "-"
-	}
-
-	db0, err := openStore(ctx, e.stderr, db, readOnly)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	st := db0.view(*cluster)
-	if len(ids) > 0 {
-		for i, id := range ids {
-			if ids[i], err = resolveChange(ctx, st, id); err != nil {
-				return err
-			}
+	c.RegisterFlagCompletionFunc("format", fixed("otlp", "jaeger", "perfetto"))
+	f.complete(c, e)
+	c.ValidArgsFunction = argChanges(e, -1)
+	return func(ctx context.Context, ids []string) error {
+		usage := func(msg string) error { return usagef("%s", msg) }
+		filtered := *filter != "" || f != (filters{})
+		switch {
+		case len(ids) == 0 && !*all && !filtered:
+			return usage("give change IDs, --all, or filters (--filter TEXT, --since...)")
+		case len(ids) > 0 && (*all || filtered):
+			return usage("give change IDs, or --all or filters, not both")
+		case *limit < 0:
+			return usage(fmt.Sprintf("--limit %d: give 0 (all) or more", *limit))
 		}
-	} else {
-		q := cpid.ChangeQuery{Filter: *filter, Limit: *limit}
-		if q.Limit == 0 {
-			q.Limit = math.MaxInt // the engines take 0 for their default
+		write, ok := writers[*format]
+		if !ok {
+			return usage(fmt.Sprintf("unknown --format %q (otlp, jaeger, perfetto)", *format))
 		}
-		if err := f.changeQuery(ctx, st, &q); err != nil {
+		pusher, err := newPusher(e)
+		if err != nil {
 			return usage(err.Error())
 		}
-		cs, err := st.Changes(ctx, q)
+		if *out == "" && pusher == nil {
+			*out = "-"
+		}
+
+		db, cluster := e.db, &e.cluster
+		db0, err := openStore(ctx, e.notices(), db, readOnly)
 		if err != nil {
 			return err
 		}
-		for _, c := range cs {
-			ids = append(ids, c.ID)
-		}
-		if len(ids) == 0 {
-			db0.hintReconstruct(ctx, e.stderr, db, *cluster)
-			if filtered {
-				return errors.New("no change matches the filters")
+		defer db0.close()
+		st := db0.view(*cluster)
+		if len(ids) > 0 {
+			for i, id := range ids {
+				if ids[i], err = resolveChange(ctx, st, id); err != nil {
+					return err
+				}
 			}
-			return errors.New("no changes in the database")
+		} else {
+			q := cpid.ChangeQuery{Filter: *filter, Limit: *limit}
+			if q.Limit == 0 {
+				q.Limit = math.MaxInt // the engines take 0 for their default
+			}
+			if err := f.changeQuery(ctx, st, &q); err != nil {
+				return usage(err.Error())
+			}
+			cs, err := st.Changes(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				ids = append(ids, c.ID)
+			}
+			if len(ids) == 0 {
+				db0.hintReconstruct(ctx, e, db, *cluster)
+				if filtered {
+					return errors.New("no change matches the filters")
+				}
+				return errors.New("no changes in the database")
+			}
 		}
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	set, err := export.Read(ctx, st, ids)
-	if err != nil {
-		return err
-	}
-	traces := export.Build(set)
-	spans := 0
-	for _, t := range traces {
-		spans += len(t.Spans)
-	}
-	if *out != "" {
-		if err := writeExport(e.stdout, *out, func(w io.Writer) error { return write(w, traces) }); err != nil {
-			return err
-		}
-		if *out != "-" {
-			fmt.Fprintf(e.stderr, "export: %d changes, %d spans, %s to %s\n", len(traces), spans, *format, *out)
-		}
-	}
-	if pusher != nil {
-		n, err := pusher.Push(ctx, traces)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		set, err := export.Read(ctx, st, ids)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "export: pushed %d traces, %d spans in %d requests to %s\n", n.Traces, n.Spans, n.Requests, pusher.Endpoint)
-		if n.Rejected > 0 || n.Message != "" {
-			return fmt.Errorf("the receiver rejected %d spans: %s", n.Rejected, tui.Printable(n.Message))
+		traces := export.Build(set)
+		spans := 0
+		for _, t := range traces {
+			spans += len(t.Spans)
 		}
+		if *out != "" {
+			if err := writeExport(e.stdout, *out, func(w io.Writer) error { return write(w, traces) }); err != nil {
+				return err
+			}
+			if *out != "-" && !e.quiet {
+				fmt.Fprintf(e.stderr, "export: %d changes, %d spans, %s to %s\n", len(traces), spans, *format, *out)
+			}
+		}
+		if pusher != nil {
+			n, err := pusher.Push(ctx, traces)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.notices(), "export: pushed %d traces, %d spans in %d requests to %s\n", n.Traces, n.Spans, n.Requests, pusher.Endpoint)
+			if n.Rejected > 0 || n.Message != "" {
+				return fmt.Errorf("the receiver rejected %d spans: %s", n.Rejected, tui.Printable(n.Message))
+			}
+		}
+		return nil
 	}
-	return nil
 }
 
 // otlpFlags adds the flags of a push over OTLP/HTTP; the result makes the
 // Pusher once the flags are parsed (nil without --otlp-endpoint), or says
 // what is wrong with them.
-func otlpFlags(fs *flag.FlagSet) func(e *env) (*export.Pusher, error) {
+func otlpFlags(fs *pflag.FlagSet) func(e *env) (*export.Pusher, error) {
 	endpoint := fs.String("otlp-endpoint", "", "push the traces to this OTLP/HTTP receiver (a collector, Tempo, Jaeger v2), e.g. http://localhost:4318")
 	var headers paths
 	fs.Var(&headers, "otlp-header", "a header of the pushes, KEY=VALUE (authentication, a tenant: X-Scope-OrgID=team); repeatable")

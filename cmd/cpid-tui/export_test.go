@@ -458,9 +458,13 @@ func checkExportDAG(t *testing.T, bundle string) {
 		if code != 0 {
 			t.Fatalf("query related %s: %d %s", id, code, e)
 		}
-		var ids []string
-		if err := json.Unmarshal([]byte(out), &ids); err != nil {
+		var rows []struct{ CPID string }
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
 			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range rows {
+			ids = append(ids, r.CPID)
 		}
 		slices.Sort(ids)
 		if r := relatedOf(id); !slices.Equal(ids, r) {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -19,6 +21,7 @@ var triggers = []cpid.Trigger{cpid.TriggerUser, cpid.TriggerNode, cpid.TriggerCo
 type filters struct {
 	since, until string
 	namespace    string
+	allNS        bool
 	kind         string
 	user, writer string
 	trigger      string
@@ -29,20 +32,38 @@ type filters struct {
 const whenHelp = `an RFC 3339 time (2026-11-22T16:26:50Z) or a duration back from the newest audit event in the database (10m, 1h30m: recorded logs have no "now")`
 
 // addTime adds --since and --until, for what to.
-func (f *filters) addTime(fs *flag.FlagSet, what string) {
+func (f *filters) addTime(fs *pflag.FlagSet, what string) {
 	fs.StringVar(&f.since, "since", "", what+" at or after this: "+whenHelp)
 	fs.StringVar(&f.until, "until", "", what+" before this (same forms as --since)")
 }
 
-// addNamespace adds -n and --namespace.
-func (f *filters) addNamespace(fs *flag.FlagSet, usage string) {
-	fs.StringVar(&f.namespace, "namespace", "", usage)
-	fs.StringVar(&f.namespace, "n", "", "short for --namespace")
+// addNamespace adds -n/--namespace and -A/--all-namespaces.
+func (f *filters) addNamespace(fs *pflag.FlagSet, usage string) {
+	fs.StringVarP(&f.namespace, "namespace", "n", "", usage)
+	fs.BoolVarP(&f.allNS, "all-namespaces", "A", false, "every namespace: the default without -n (recorded logs have no current namespace), said for kubectl's habit")
+}
+
+// complete registers the completions of the filters' flags that c has:
+// namespaces and kinds from the database, the triggers.
+func (f *filters) complete(c *cobra.Command, e *env) {
+	if c.Flags().Lookup("namespace") != nil {
+		c.RegisterFlagCompletionFunc("namespace", completeNamespaces(e))
+	}
+	if c.Flags().Lookup("kind") != nil {
+		c.RegisterFlagCompletionFunc("kind", completeKinds(e))
+	}
+	if c.Flags().Lookup("trigger") != nil {
+		names := make([]string, len(triggers))
+		for i, t := range triggers {
+			names[i] = string(t)
+		}
+		c.RegisterFlagCompletionFunc("trigger", fixed(names...))
+	}
 }
 
 // addWho adds --user, --writer and --trigger with their usage texts
 // (the list of triggers is added to the last).
-func (f *filters) addWho(fs *flag.FlagSet, user, writer, trigger string) {
+func (f *filters) addWho(fs *pflag.FlagSet, user, writer, trigger string) {
 	fs.StringVar(&f.user, "user", "", user)
 	fs.StringVar(&f.writer, "writer", "", writer)
 	names := make([]string, len(triggers))
@@ -120,6 +141,9 @@ func (f *filters) changeQuery(ctx context.Context, st cpid.ChangeReader, q *cpid
 	}
 	if f.minDuration < 0 {
 		return fmt.Errorf("--min-duration %s: give 0 or more", f.minDuration)
+	}
+	if f.allNS && f.namespace != "" {
+		return fmt.Errorf("-A and -n %s: give one", f.namespace)
 	}
 	q.Namespace, q.User, q.Writer, q.MinDurationNS = f.namespace, f.user, f.writer, int64(f.minDuration)
 	return nil

@@ -175,7 +175,7 @@ func testFleetTailers(t *testing.T, dir, db, driver, dsn string) {
 	must("reconstruct", "--db", db)
 	for _, c := range clusters {
 		alone := filepath.Join(dir, c+".db")
-		must("ingest", "--quiet", "--db", alone, filepath.Join(dir, c))
+		must("ingest", "--db", alone, filepath.Join(dir, c))
 		must("reconstruct", "--db", alone)
 		want := fleetChanges(t, must("query", "changes", "--db", alone, "--output", "json", "--limit", "100000"))
 		live := fleetChanges(t, must("query", "changes", "--db", db, "--cluster", c, "--output", "json", "--limit", "100000"))

@@ -5,19 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 func init() {
-	register(command{name: "history", summary: "every write of one object (deploy/web): who, which change, what caused it, what it changed", run: runHistory})
+	register(command{name: "history", use: "TYPE/NAME [-n NAMESPACE] [flags]", group: "read", summary: "every write of one object (deploy/web): who, which change, what caused it, what it changed",
+		help: historyHelp, formats: dataFormats, setup: setupHistory})
 }
 
 const historyHelp = `Lists every write of one object in order: when (and how long after the
@@ -66,18 +67,16 @@ Examples:
 // historyOptions is what `history` was asked for, past its flags: the
 // function the command runs, callable from another command front-end.
 type historyOptions struct {
-	ref     cpid.ObjectRef
-	filters filters
-	limit   int
-	diff    bool
-	format  string
+	ref       cpid.ObjectRef
+	filters   filters
+	limit     int
+	diff      bool
+	format    string
+	noHeaders bool
 }
 
-func runHistory(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "history", "TYPE/NAME [-n NAMESPACE] [flags]", historyHelp)
-	var db string
-	dbFlag(fs, &db)
-	cluster := clusterFlag(fs, "")
+func setupHistory(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	var o historyOptions
 	o.filters.addNamespace(fs, "the object's namespace (default: search every namespace, and fail listing them when several hold the name)")
 	o.filters.addTime(fs, "list the writes completed")
@@ -86,38 +85,36 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 		"list the writes of changes started by")
 	fs.IntVar(&o.limit, "limit", 200, "list the last this many writes (0: all)")
 	fs.BoolVar(&o.diff, "diff", false, "show what each write changed: a diff of its object against the one the write before stored")
-	fs.StringVar(&o.format, "output", "table", "table, json or csv")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	o.filters.complete(c, e)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) == 0 {
+			return usagef("give TYPE/NAME (deploy/web)")
+		}
+		var err error
+		if o.ref, err = cpid.ParseRef(pos); err != nil {
+			return usagef("%v", err)
+		}
+		if o.limit < 0 {
+			return usagef("--limit %d: give 0 (all) or more", o.limit)
+		}
+		if o.filters.allNS && o.filters.namespace != "" {
+			return usagef("-A and -n %s: give one", o.filters.namespace)
+		}
+		o.format = e.format(c)
+		o.noHeaders = e.noHeaders
+		db, cluster := e.db, &e.cluster
+		db0, err := openStore(ctx, e.notices(), db, readOnly)
+		if err != nil {
+			return err
+		}
+		defer db0.close()
+		st := db0.view(*cluster)
+		err = history(ctx, e, st, o)
+		if err != nil && !errors.Is(err, errAmbiguous) && !errors.Is(err, errUsage) {
+			db0.hintReconstruct(ctx, e, db, *cluster)
+		}
 		return err
 	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return errUsage
-	}
-	if o.ref, err = cpid.ParseRef(pos); err != nil {
-		fmt.Fprintln(e.stderr, "cpid-tui history:", err)
-		return errUsage
-	}
-	if !slices.Contains([]string{"", "table", "json", "csv"}, o.format) {
-		fmt.Fprintf(e.stderr, "cpid-tui history: unknown --output %q (table, json, csv)\n", o.format)
-		return errUsage
-	}
-	if o.limit < 0 {
-		fmt.Fprintf(e.stderr, "cpid-tui history: --limit %d: give 0 (all) or more\n", o.limit)
-		return errUsage
-	}
-	db0, err := openStore(ctx, e.stderr, db, readOnly)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	st := db0.view(*cluster)
-	err = history(ctx, e, st, o)
-	if err != nil && !errors.Is(err, errAmbiguous) {
-		db0.hintReconstruct(ctx, e.stderr, db, *cluster)
-	}
-	return err
 }
 
 // historyWrite is a write as history prints it in JSON.
@@ -138,8 +135,7 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 		q.Trigger, err = o.filters.trig()
 	}
 	if err != nil {
-		fmt.Fprintln(e.stderr, "cpid-tui history:", err)
-		return errUsage
+		return usagef("%v", err)
 	}
 	ws, more, err := st.ObjectHistory(ctx, q)
 	if err != nil {
@@ -170,65 +166,53 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 	if o.ref.Scope == cpid.ScopeUnknown {
 		kind = cpid.KindOf("", m.Resource)
 	}
-	switch o.format {
-	case "json":
-		type objectJSON struct {
-			Cluster   string `json:"cluster"`
-			APIGroup  string `json:"api_group"`
-			Resource  string `json:"resource"`
-			Kind      string `json:"kind"`
-			Namespace string `json:"namespace"`
-			Name      string `json:"name"`
-		}
-		return output(e.stdout, o.format, nil, nil, struct {
+	type objectJSON struct {
+		Cluster   string `json:"cluster"`
+		APIGroup  string `json:"api_group"`
+		Resource  string `json:"resource"`
+		Kind      string `json:"kind"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	}
+	l := listing{head: []string{"TIME", "AFTER", "VERB", "CODE", "WRITER", "AGENT", "CHANGE", "CAUSE", "RV"},
+		elide: []int{4, 6, 7}, wideOnly: []int{5, 8}, csv: out,
+		data: struct {
 			Object objectJSON     `json:"object"`
 			More   bool           `json:"earlier_left_out"`
 			Writes []historyWrite `json:"writes"`
-		}{objectJSON{m.Cluster, m.Group, m.Resource, kind, m.Namespace, m.Name}, more, out})
-	case "", "table", "csv":
-	default:
-		return fmt.Errorf("unknown --output %q (table, json, csv)", o.format)
+		}{objectJSON{m.Cluster, m.Group, m.Resource, kind, m.Namespace, m.Name}, more, out}}
+	if o.format != "table" && o.format != "wide" {
+		return l.write(e.stdout, o.format, o.noHeaders)
 	}
-	csv := o.format == "csv"
-	head := []string{"TIME", "AFTER", "VERB", "CODE", "WRITER", "AGENT", "CHANGE", "CAUSE", "RV"}
-	if csv {
-		head = []string{"TIME", "AFTER_NS", "VERB", "CODE", "WRITER", "USER", "USER_AGENT", "CHANGE", "TRIGGER", "RULE", "CAUSE",
-			"HOP_NS", "EXPLAIN", "RV", "EVENT_ID"}
-		if o.diff {
-			head = append(head, "DIFF")
-		}
-	}
+	head := l.head
 	rows := make([][]string, len(out))
 	for i, w := range out {
 		after := "-"
 		if i > 0 {
 			after = "+" + dur(w.AfterNS)
 		}
-		if csv {
-			rows[i] = []string{rfc3339(w.NS), strconv.FormatInt(w.AfterNS, 10), w.Verb + sub(w.Subresource), strconv.Itoa(w.Code),
-				w.Writer, w.User, w.UserAgent, w.Change, string(w.Trigger), w.Rule, causeText(w.ObjectWrite, m.ObjectKey, false),
-				strconv.FormatInt(w.HopNS, 10), string(w.Explain), w.ResourceVersion, strconv.FormatInt(w.EventID, 10)}
-			if o.diff {
-				rows[i] = append(rows[i], strings.Join(w.Diff, "\n"))
-			}
-			continue
-		}
-		rows[i] = []string{rfc3339(w.NS), after, w.Verb + sub(w.Subresource), strconv.Itoa(w.Code), w.Writer, agent(w.UserAgent),
+		rows[i] = []string{timeOfDay(w.NS), after, w.Verb + sub(w.Subresource), strconv.Itoa(w.Code), w.Writer, agent(w.UserAgent),
 			changeText(w.ObjectWrite), causeText(w.ObjectWrite, m.ObjectKey, true), orDash(w.ResourceVersion)}
+		if o.format == "wide" {
+			rows[i][0] = rfc3339(w.NS)
+		}
 	}
-	if csv {
-		return output(e.stdout, o.format, head, rows, nil)
-	}
-	title := fmt.Sprintf("%s: %s", describeMatch(m, false), plural(len(out), "write"))
+	l.rows = rows
+	title := fmt.Sprintf("%s: %s", describeMatch(m, false), tui.Plural(len(out), "write"))
 	if more {
 		title += fmt.Sprintf(" (the last %d; --limit 0 lists them all)", len(out))
 	}
 	if len(ws) > 0 {
 		title += " in the order they completed"
 	}
-	fmt.Fprintln(e.stdout, tui.Printable(title))
+	if len(ws) > 0 {
+		title += fmt.Sprintf(", from %s UTC", clock(ws[0].NS))
+	}
+	if !o.noHeaders {
+		fmt.Fprintln(e.stdout, tui.Printable(title))
+	}
 	if !o.diff {
-		return output(e.stdout, o.format, head, rows, nil)
+		return l.write(e.stdout, o.format, o.noHeaders)
 	}
 	// With diffs, as git log -p: each write's row, then what it changed,
 	// the rows aligned as one table.
@@ -331,19 +315,6 @@ func prefixed(p string, ls []string) []string {
 		out[i] = p + l
 	}
 	return out
-}
-
-// plural is "1 write", "2 writes".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// rfc3339 formats a Unix-ns time as RFC 3339 with milliseconds, UTC.
-func rfc3339(ns int64) string {
-	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 func orDash(s string) string {

@@ -11,7 +11,7 @@ import (
 // it and explained otherwise.
 func TestQueryHops(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "cpid.db")
-	for _, args := range [][]string{{"ingest", "--quiet", "--db", db, basicBundle}, {"reconstruct", "--db", db}} {
+	for _, args := range [][]string{{"ingest", "--db", db, basicBundle}, {"reconstruct", "--db", db}} {
 		if code, out, errOut := runCmd(t, nil, args...); code != 0 {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
 		}

@@ -3,15 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/ingest"
@@ -19,13 +20,16 @@ import (
 )
 
 func init() {
-	register(command{name: "ingest", summary: "store audit logs and controller logs in the database", run: runIngest})
+	register(command{name: "ingest", use: "PATH... [flags]", summary: "store audit logs and controller logs in the database", group: "load",
+		help: ingestHelp, setup: setupIngest})
 }
 
 // redactRules is the repeatable --redact flag.
 type redactRules []ingest.Rule
 
 func (r *redactRules) String() string { return fmt.Sprint([]ingest.Rule(*r)) }
+
+func (r *redactRules) Type() string { return "rule" }
 
 func (r *redactRules) Set(s string) error {
 	rule, err := ingest.ParseRule(s)
@@ -38,37 +42,14 @@ func (r *redactRules) Set(s string) error {
 
 // redactFlag adds the --redact flag every command that stores audit events
 // shares; the result is the redaction to use once flags are parsed.
-func redactFlag(fs *flag.FlagSet) func() *ingest.Redaction {
+func redactFlag(fs *pflag.FlagSet) func() *ingest.Redaction {
 	var rules redactRules
 	fs.Var(&rules, "redact", "also remove this member of a custom resource's bodies before storing: "+
 		"NAME[.GROUP][/SUBRESOURCE]:PATH, e.g. sealedsecrets.bitnami.com:spec.encryptedData (repeatable; see docs/SECURITY.md)")
 	return func() *ingest.Redaction { return ingest.NewRedaction(rules...) }
 }
 
-// clusterFlag adds the --cluster flag. A command that writes records names
-// the cluster they belong to (def "default"); one that reads shows one
-// cluster, or every one when def is "" and the flag is not given.
-func clusterFlag(fs *flag.FlagSet, def string) *string {
-	usage := "show only this cluster's changes (default: every cluster in the database)"
-	if def != "" {
-		usage = "the cluster the records belong to: one database can hold a fleet (docs/SCHEMA.md)"
-	}
-	return fs.String("cluster", def, usage)
-}
-
-// dbFlag adds the --db flag every database command shares.
-func dbFlag(fs interface {
-	StringVar(*string, string, string, string)
-}, p *string) {
-	def := os.Getenv("CPID_DB")
-	if def == "" {
-		def = "cpid.db"
-	}
-	fs.StringVar(p, "db", def, "the database: a SQLite file (commands that write create it with mode 0600; reading ones never create or migrate it) or a postgres://USER@HOST/DB URL (env CPID_DB)")
-}
-
-func runIngest(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "ingest", "[--db cpid.db] PATH...", strings.TrimSpace(`
+const ingestHelp = `
 Reads kube-apiserver audit logs (audit.k8s.io/v1 JSON lines, EventList
 documents; GKE, EKS and AKS exports of them) and controller logs (klog text
 and JSON, zap or logr JSON, slog JSON), plain or in CRI container-log lines,
@@ -89,7 +70,10 @@ annotations are removed before anything is written (--redact adds custom
 resources; docs/SECURITY.md). A bad line is reported with file:line and
 skipped; the exit code is 0 when the rest was stored, 1 when an input could
 not be read at all or none of its lines could be decoded (everything else is
-still stored).
+still stored), and with --strict 3 when lines were skipped (the rest stored).
+Without --strict bad lines do not change the exit code: a log copied while
+it was written ends in a truncated line, and a script that ingests it
+should go on. -q prints nothing but the bad lines and errors.
 
 klog text lines do not name their program: their records are attributed to
 the container or file name of their log (kube-controller-manager.log,
@@ -108,73 +92,80 @@ away by the next ingest); an interrupted run keeps what it stored.
 Examples:
   cpid-tui ingest --db incident.db /var/log/kubernetes/audit/
   cpid-tui ingest --db incident.db must-gather.tar.gz
-  kubectl logs --timestamps -n kube-system kube-controller-manager-0 | cpid-tui ingest --component kube-controller-manager -`))
-	var db string
-	dbFlag(fs, &db)
+  kubectl logs --timestamps -n kube-system kube-controller-manager-0 | cpid-tui ingest --component kube-controller-manager -`
+
+func setupIngest(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	ratio := fs.Int64("max-inflate-ratio", 1000, "refuse a gzip stream that inflates more than this many times its size (past 256 MiB)")
 	batch := fs.Int("batch", 5000, "records per transaction (a batch also ends at 4 MiB of bodies)")
 	redaction := redactFlag(fs)
-	cluster := clusterFlag(fs, defaultCluster)
-	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	component := fs.String("component", "", "the program that wrote standard input (-), which names the records of its klog text lines")
-	paths, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		fmt.Fprintln(e.stderr, "cpid-tui ingest: no PATH given")
-		fs.Usage()
-		return errUsage
-	}
-	db0, err := openForLoad(ctx, e.stderr, db)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	st := db0.view(*cluster)
-	in := &ingest.Ingester{
-		Sink: st,
-		Walker: ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin,
-			Component: *component},
-		BatchSize: *batch,
-		Redaction: redaction(),
-	}
-	if !*quiet {
-		in.ProgressEvery = 2 * time.Second
-		in.Progress = func(p ingest.Progress) { printProgress(e.stderr, p) }
-	}
-	start := time.Now()
-	sum, err := in.Run(ctx, paths)
-	if db0.finish != nil {
-		// A new database: what was stored is whole batches, kept even
-		// when the run was interrupted; a store error throws it away.
-		if err != nil && !errors.Is(err, context.Canceled) {
-			db0.abandon()
-			return fmt.Errorf("%w (nothing was kept: %s did not exist before)", err, db)
+	strict := fs.Bool("strict", false, "exit 3 when bad lines were skipped (the rest is stored all the same)")
+	return func(ctx context.Context, paths []string) error {
+		if len(paths) == 0 {
+			return usagef("no PATH given")
+		}
+		db, cluster, quiet := e.db, e.writeCluster(), &e.quiet
+		db0, err := openForLoad(ctx, e.notices(), db)
+		if err != nil {
+			return err
+		}
+		defer db0.close()
+		st := db0.view(*cluster)
+		in := &ingest.Ingester{
+			Sink: st,
+			Walker: ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin,
+				Component: *component},
+			BatchSize: *batch,
+			Redaction: redaction(),
 		}
 		if !*quiet {
-			fmt.Fprintf(e.stderr, "ingest: building the indexes of the new database\n")
+			in.ProgressEvery = 2 * time.Second
+			in.Progress = func(p ingest.Progress) { printProgress(e.stderr, p) }
 		}
-		if ferr := db0.finish(context.WithoutCancel(ctx)); ferr != nil {
-			return ferr
+		start := time.Now()
+		sum, err := in.Run(ctx, paths)
+		if db0.finish != nil {
+			// A new database: what was stored is whole batches, kept even
+			// when the run was interrupted; a store error throws it away.
+			if err != nil && !errors.Is(err, context.Canceled) {
+				db0.abandon()
+				return fmt.Errorf("%w (nothing was kept: %s did not exist before)", err, db)
+			}
+			if !*quiet {
+				fmt.Fprintf(e.stderr, "ingest: building the indexes of the new database\n")
+			}
+			if ferr := db0.finish(context.WithoutCancel(ctx)); ferr != nil {
+				return ferr
+			}
+			if sum != nil {
+				sum.Elapsed = time.Since(start)
+			}
 		}
 		if sum != nil {
-			sum.Elapsed = time.Since(start)
+			if *quiet {
+				printBadLines(e.stderr, sum)
+			} else {
+				printSummary(e.stdout, db, sum)
+			}
 		}
+		if err != nil {
+			return err
+		}
+		var errs []error
+		if len(sum.ReadErrors) > 0 {
+			errs = append(errs, fmt.Errorf("%s could not be read: %w", tui.Plural(len(sum.ReadErrors), "input"), errors.Join(sum.ReadErrors...)))
+		}
+		errs = append(errs, unreadInputs(sum)...)
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		if *strict && sum.Bad > 0 {
+			return fmt.Errorf("%w: %s skipped (--strict)", errBadLines, tui.Plural(sum.Bad, "bad line"))
+		}
+		return nil
 	}
-	if sum != nil {
-		printSummary(e.stdout, db, sum)
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	if len(sum.ReadErrors) > 0 {
-		errs = append(errs, fmt.Errorf("%d input(s) could not be read: %w", len(sum.ReadErrors), errors.Join(sum.ReadErrors...)))
-	}
-	errs = append(errs, unreadInputs(sum)...)
-	return errors.Join(errs...)
 }
 
 // unreadInputs returns an error for each input (a PATH argument) of which
@@ -246,8 +237,8 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 		logs += f.Logs
 	}
 	secs := s.Elapsed.Seconds()
-	fmt.Fprintf(w, "ingested %d file(s), %d lines, %s (%s decoded) in %.2fs: %.0f records/s, %.1f MB/s\n",
-		len(s.Files), lines, mib(s.DiskBytes), mib(s.Bytes), secs, float64(audits+logs)/secs, float64(s.Bytes)/1e6/secs)
+	fmt.Fprintf(w, "ingested %s, %s, %s (%s decoded) in %.2fs: %.0f records/s, %.1f MB/s\n",
+		tui.Plural(len(s.Files), "file"), tui.Plural(lines, "line"), mib(s.DiskBytes), mib(s.Bytes), secs, float64(audits+logs)/secs, float64(s.Bytes)/1e6/secs)
 	fmt.Fprintf(w, "database %s: %d new audit events (%d already stored), %d new log records (%d already stored)\n",
 		db, s.Written.Audits, s.Written.AuditDups, s.Written.Logs, s.Written.LogDups)
 	if audits > 0 {
@@ -299,17 +290,24 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 	for _, n := range s.Notices {
 		fmt.Fprintf(w, "skipped: %s\n", tui.Printable(n.String()))
 	}
-	if s.Bad > 0 {
-		fmt.Fprintf(w, "bad lines: %d (skipped, the rest was stored)\n", s.Bad)
-		for _, b := range s.BadLines {
-			fmt.Fprintf(w, "  %s\n", tui.Printable(b.Error()))
-		}
-		if s.Bad > len(s.BadLines) {
-			fmt.Fprintf(w, "  ... and %d more\n", s.Bad-len(s.BadLines))
-		}
-	}
+	printBadLines(w, s)
 	for _, err := range s.ReadErrors {
 		fmt.Fprintf(w, "unreadable: %s\n", tui.Printable(err.Error()))
+	}
+}
+
+// printBadLines reports the bad lines (skipped): with the summary, or
+// alone with --quiet, since a bad line never disappears silently.
+func printBadLines(w io.Writer, s *ingest.Summary) {
+	if s.Bad == 0 {
+		return
+	}
+	fmt.Fprintf(w, "bad lines: %d (skipped, the rest was stored)\n", s.Bad)
+	for _, b := range s.BadLines {
+		fmt.Fprintf(w, "  %s\n", tui.Printable(b.Error()))
+	}
+	if s.Bad > len(s.BadLines) {
+		fmt.Fprintf(w, "  ... and %d more\n", s.Bad-len(s.BadLines))
 	}
 }
 

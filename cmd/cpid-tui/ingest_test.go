@@ -144,7 +144,7 @@ func dumpDB(t *testing.T, db *sql.DB) string {
 
 func TestIngestFixtureMatchesIndependentCount(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	code, out, errOut := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", basicBundle)
+	code, out, errOut := runCmd(t, nil, "ingest", "--db", dbPath, basicBundle)
 	if code != 0 {
 		t.Fatalf("ingest exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -211,7 +211,7 @@ func TestIngestFixtureMatchesIndependentCount(t *testing.T) {
 
 	// A second ingest of the same bundle changes nothing.
 	before := dumpDB(t, db)
-	code, out, errOut = runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", basicBundle)
+	code, out, errOut = runCmd(t, nil, "ingest", "--db", dbPath, basicBundle)
 	if code != 0 {
 		t.Fatalf("second ingest exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -278,7 +278,7 @@ func TestIngestMangled(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbPath := filepath.Join(dir, "cpid.db")
-	code, out, errOut := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", in)
+	code, out, errOut := runCmd(t, nil, "ingest", "--db", dbPath, in)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0 (bad lines are not fatal)\n%s\n%s", code, out, errOut)
 	}
@@ -334,10 +334,10 @@ func TestIngestTarBundle(t *testing.T) {
 	f.Close()
 
 	dbDir, dbTar := filepath.Join(dir, "dir.db"), filepath.Join(dir, "tar.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", dbDir, "--quiet", basicBundle); code != 0 {
+	if code, out, e := runCmd(t, nil, "ingest", "--db", dbDir, basicBundle); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, e)
 	}
-	code, out, e := runCmd(t, nil, "ingest", "--db", dbTar, "--quiet", tgz)
+	code, out, e := runCmd(t, nil, "ingest", "--db", dbTar, tgz)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, e)
 	}
@@ -360,7 +360,7 @@ func TestIngestUnreadableInput(t *testing.T) {
 	dbPath := filepath.Join(dir, "cpid.db")
 	corrupt := filepath.Join(dir, "audit-2026-01-01T00-00-00.000.log.gz")
 	os.WriteFile(corrupt, []byte{0x1f, 0x8b, 0, 1, 2, 3}, 0o644)
-	code, out, errOut := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet",
+	code, out, errOut := runCmd(t, nil, "ingest", "--db", dbPath,
 		filepath.Join(dir, "missing.log"), corrupt, basicBundle)
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
@@ -380,7 +380,7 @@ func TestIngestUnreadableInput(t *testing.T) {
 func TestIngestStdinAndRedaction(t *testing.T) {
 	secret := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"0a9e3c5e-1b7f-4c1e-9d55-3c1f0e6b2a11","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/secrets","verb":"create","user":{"username":"kubernetes-admin"},"sourceIPs":["127.0.0.1"],"userAgent":"kubectl/v1.37.2","objectRef":{"resource":"secrets","namespace":"default","name":"db-pass","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestObject":{"kind":"Secret","apiVersion":"v1","metadata":{"name":"db-pass","namespace":"default"},"data":{"password":"aHVudGVyMg=="},"stringData":{"user":"admin"}},"responseObject":{"kind":"Secret","apiVersion":"v1","metadata":{"name":"db-pass","namespace":"default","uid":"5b0c7f61-0d0b-4c59-a7d9-0c5b9e2f3a10","resourceVersion":"901"},"data":{"password":"aHVudGVyMg=="},"type":"Opaque"},"requestReceivedTimestamp":"2026-11-22T16:26:45.615123Z","stageTimestamp":"2026-11-22T16:26:45.620000Z"}`
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	code, out, errOut := runCmd(t, strings.NewReader(secret+"\n"), "ingest", "--db", dbPath, "--quiet", "-")
+	code, out, errOut := runCmd(t, strings.NewReader(secret+"\n"), "ingest", "--db", dbPath, "-")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -426,7 +426,7 @@ func TestIngestCredentials(t *testing.T) {
 	in = append(in, custom+"\n"...)
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
 	code, out, errOut := runCmd(t, bytes.NewReader(in), "ingest", "--db", dbPath,
-		"--redact", "sealedsecrets.bitnami.com:spec.encryptedData", "--quiet", "-")
+		"--redact", "sealedsecrets.bitnami.com:spec.encryptedData", "-")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -448,7 +448,7 @@ func TestIngestCredentials(t *testing.T) {
 	}
 	// Without the rule, the custom resource is stored as it came.
 	dbPath = filepath.Join(t.TempDir(), "plain.db")
-	if code, out, errOut := runCmd(t, strings.NewReader(custom+"\n"), "ingest", "--db", dbPath, "--quiet", "-"); code != 0 {
+	if code, out, errOut := runCmd(t, strings.NewReader(custom+"\n"), "ingest", "--db", dbPath, "-"); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	var body string
@@ -465,8 +465,9 @@ func TestIngestUsage(t *testing.T) {
 	if code, _, _ := runCmd(t, nil, "ingest"); code != 2 {
 		t.Errorf("no PATH: exit %d, want 2", code)
 	}
-	code, _, errOut := runCmd(t, nil, "ingest", "-h")
-	if code != 0 || !strings.Contains(errOut, "Usage: cpid-tui ingest") || !strings.Contains(errOut, "--db") {
-		t.Errorf("-h: exit %d\n%s", code, errOut)
+	// Help goes to standard output, as kubectl's does (| less).
+	code, out, _ := runCmd(t, nil, "ingest", "-h")
+	if code != 0 || !strings.Contains(out, "cpid-tui ingest PATH...") || !strings.Contains(out, "--db") || !strings.Contains(out, "--strict") {
+		t.Errorf("-h: exit %d\n%s", code, out)
 	}
 }

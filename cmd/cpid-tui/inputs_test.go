@@ -20,7 +20,7 @@ import (
 func ingestNoBad(t *testing.T, paths ...string) (string, string) {
 	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	code, out, e := runCmd(t, nil, append([]string{"ingest", "--db", dbPath, "--quiet"}, paths...)...)
+	code, out, e := runCmd(t, nil, append([]string{"ingest", "--db", dbPath}, paths...)...)
 	if code != 0 || strings.Contains(out, "bad lines:") {
 		t.Fatalf("ingest %v: exit %d\n%s%s", paths, code, out, e)
 	}
@@ -317,7 +317,7 @@ func TestIngestUnreadable(t *testing.T) {
 	os.WriteFile(filepath.Join(mixed, "audit.log"), good, 0o644)
 
 	dbPath := filepath.Join(dir, "cpid.db")
-	code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", mixed, legacy)
+	code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, mixed, legacy)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out, e)
 	}
@@ -339,7 +339,7 @@ func TestIngestUnreadable(t *testing.T) {
 		t.Error("the readable input was not stored")
 	}
 
-	code, _, e = runCmd(t, strings.NewReader("just some text\nand more\n"), "ingest", "--db", dbPath, "--quiet", "-")
+	code, _, e = runCmd(t, strings.NewReader("just some text\nand more\n"), "ingest", "--db", dbPath, "-")
 	if code != 1 || !strings.Contains(e, "-: no line could be decoded (2 bad lines, detected format: unrecognised)") {
 		t.Errorf("standard input of text: exit %d\n%s", code, e)
 	}
@@ -353,7 +353,7 @@ func TestIngestComponentStdin(t *testing.T) {
 	in := hdr + " 7 server.go:187] \"Starting Kubernetes Scheduler\" version=\"v1.37.2\"\n" +
 		hdr + " 7 x.go:1] \"Unhandled Error\" err=\"e\" logger=\"UnhandledError\"\n"
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	code, out, e := runCmd(t, strings.NewReader(in), "ingest", "--db", dbPath, "--quiet", "--component", "kube-scheduler", "-")
+	code, out, e := runCmd(t, strings.NewReader(in), "ingest", "--db", dbPath, "--component", "kube-scheduler", "-")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, e)
 	}

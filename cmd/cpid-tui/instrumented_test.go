@@ -68,7 +68,7 @@ func TestInstrumentedOrigins(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "audit.log"), []byte(audit), 0o644)
 	os.WriteFile(filepath.Join(dir, "controller.log"), []byte(logs), 0o644)
 	dbPath := filepath.Join(dir, "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--quiet", "--db", dbPath, dir); code != 0 {
+	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, dir); code != 0 {
 		t.Fatalf("ingest: %d %s%s", code, out, e)
 	}
 	code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath)

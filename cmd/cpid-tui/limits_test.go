@@ -45,7 +45,7 @@ func TestBinaryLine(t *testing.T) {
 	dir := t.TempDir()
 	db, log := filepath.Join(dir, "cpid.db"), filepath.Join(dir, "audit.log")
 	writeLines(t, log, userCreate(1), "\x00\x01\x02core dump", userCreate(2))
-	out, _ := mustRun(t, "ingest", "--quiet", "--db", db, log)
+	out, _ := mustRun(t, "ingest", "--db", db, log)
 	if !strings.Contains(out, "2 new audit events") || !strings.Contains(out, "bad lines: 1") ||
 		!strings.Contains(out, log+":2: binary content") {
 		t.Errorf("ingest summary:\n%s\nwant 2 events stored and %s:2 a bad line", out, log)
@@ -62,7 +62,7 @@ func TestQueryLimit(t *testing.T) {
 		lines = append(lines, userCreate(i))
 	}
 	writeLines(t, log, lines...)
-	mustRun(t, "ingest", "--quiet", "--db", db, log)
+	mustRun(t, "ingest", "--db", db, log)
 	mustRun(t, "reconstruct", "--db", db)
 	count := func(limit string) int {
 		out, _ := mustRun(t, "query", "changes", "--db", db, "--output", "csv", "--limit", limit)
@@ -86,9 +86,9 @@ func TestSymlinkedDB(t *testing.T) {
 	dir := t.TempDir()
 	real, link, log := filepath.Join(dir, "real.db"), filepath.Join(dir, "link.db"), filepath.Join(dir, "audit.log")
 	writeLines(t, log, userCreate(1))
-	mustRun(t, "ingest", "--quiet", "--db", real, log)
+	mustRun(t, "ingest", "--db", real, log)
 	os.Symlink(real, link)
-	_, errOut := mustRun(t, "ingest", "--quiet", "--db", link, log)
+	_, errOut := mustRun(t, "ingest", "--db", link, log)
 	if !strings.Contains(errOut, "--db "+link+" is a symbolic link: opening "+real) {
 		t.Errorf("stderr %q: want the link and its target", errOut)
 	}
@@ -100,7 +100,7 @@ func TestSymlinkedDB(t *testing.T) {
 	nowhere, dangling := filepath.Join(dir, "elsewhere", "planted"), filepath.Join(dir, "dangling.db")
 	os.Mkdir(filepath.Dir(nowhere), 0o700)
 	os.Symlink(nowhere, dangling)
-	code, _, errOut := runCmd(t, nil, "ingest", "--quiet", "--db", dangling, log)
+	code, _, errOut := runCmd(t, nil, "ingest", "--db", dangling, log)
 	if code != 1 || !strings.Contains(errOut, "symbolic link to nothing") {
 		t.Errorf("dangling link: exit %d, stderr %q; want 1 and a refusal", code, errOut)
 	}
@@ -274,8 +274,8 @@ func TestLongLineMemory(t *testing.T) {
 	}
 	db := filepath.Join(dir, "cpid.db")
 	// The same process storing a small bundle: what ingest needs anyway.
-	base := peak("ingest", "--quiet", "--db", filepath.Join(dir, "base.db"), basicBundle)
-	got := peak("ingest", "--quiet", "--max-line", "100000000", "--db", db, logf)
+	base := peak("ingest", "--db", filepath.Join(dir, "base.db"), basicBundle)
+	got := peak("ingest", "--max-line", "100000000", "--db", db, logf)
 	t.Logf("peak RSS: %d MiB for a line of %d MiB (%d MiB for the basic fixture)", got>>20, len(line)>>20, base>>20)
 	if limit := base + 3*int64(len(line)) + 32<<20; got > limit {
 		t.Errorf("peak RSS %d MiB, more than %d MiB (the basic fixture's and 3 times the line)", got>>20, limit>>20)

@@ -1,53 +1,450 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
-// output writes data as a table for people, JSON or CSV for scripts. rows
-// are the cells of the table and CSV; v is what JSON encodes.
+// The -o values of the listings: those with ids to print one a line, and
+// those without.
+var (
+	listFormats = []string{"table", "wide", "json", "yaml", "csv", "name"}
+	dataFormats = []string{"table", "wide", "json", "yaml", "csv"}
+)
+
+// tableWidth is the most columns -o table takes; -o wide takes what it
+// needs.
+const tableWidth = 120
+
+// listing is what a command prints, in every format: a table for people,
+// the data for scripts, the ids.
 //
 // The cells come from the logs, so they may hold terminal escape
 // sequences: a table shows them tui.Printable (sequences and control
 // characters removed); CSV writes control characters other than tab and
-// newline escaped (csvText); JSON escapes them as encoding/json does
-// (\u001b) and is the exact data (docs/SECURITY.md).
-func output(w io.Writer, format string, header []string, rows [][]string, v any) error {
+// newline escaped (csvText); JSON and YAML escape them as encoding/json
+// does (\u001b) and are the exact data (docs/SECURITY.md).
+type listing struct {
+	// head and rows are the table, each cell in full (-o wide).
+	head []string
+	rows [][]string
+	// short are the columns of ids that -o table cuts to their first 8
+	// characters (every command takes a unique prefix of an id).
+	short []int
+	// elide are the columns whose long cells -o table cuts in the middle
+	// (…) so that the table fits in tableWidth columns.
+	elide []int
+	// wideOnly are the columns only -o wide shows.
+	wideOnly []int
+	// data is what json and yaml print, and csv when rows is nil.
+	data any
+	// csv is the slice whose elements are the CSV rows, when not data
+	// (a report whose rows are one member of it).
+	csv any
+	// names are what -o name prints, one a line.
+	names []string
+}
+
+// print writes l in the command's -o format.
+func (e *env) print(c *cobra.Command, l listing) error {
+	return l.write(e.stdout, e.format(c), e.noHeaders)
+}
+
+func (l listing) write(w io.Writer, format string, noHeaders bool) error {
 	switch format {
-	case "", "table":
-		tw := newTable(w)
-		tableRow(tw, header)
-		for _, r := range rows {
-			tableRow(tw, r)
-		}
-		return tw.Flush()
+	case "", "table", "wide":
+		return writeTable(w, l, format == "wide", noHeaders)
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "csv":
-		cw := csv.NewWriter(w)
-		cw.Write(header)
-		for _, r := range rows {
-			cells := make([]string, len(r))
-			for i, c := range r {
-				cells[i] = csvText(c)
-			}
-			cw.Write(cells)
+		b, err := jsonOut(l.data)
+		if err != nil {
+			return err
 		}
-		cw.Flush()
-		return cw.Error()
+		_, err = w.Write(b)
+		return err
+	case "yaml":
+		b, err := jsonOut(l.data)
+		if err != nil {
+			return err
+		}
+		y, err := yaml.JSONToYAML(b)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(y)
+		return err
+	case "csv":
+		rows := l.csv
+		if rows == nil {
+			rows = l.data
+		}
+		return writeCSV(w, rows, noHeaders)
+	case "name":
+		for _, n := range l.names {
+			fmt.Fprintln(w, tui.Printable(n))
+		}
+		return nil
 	}
-	return fmt.Errorf("unknown --output %q (table, json, csv)", format)
+	return fmt.Errorf("unknown output format %q", format)
+}
+
+// writeTable writes the table, fitted to tableWidth unless wide.
+func writeTable(w io.Writer, l listing, wide, noHeaders bool) error {
+	rows := make([][]string, 0, len(l.rows)+1)
+	if !noHeaders {
+		rows = append(rows, l.head)
+	}
+	rows = append(rows, l.rows...)
+	cells := make([][]string, len(rows))
+	var elide []int
+	for i, r := range rows {
+		cells[i] = make([]string, 0, len(r))
+		for j, c := range r {
+			if !wide && containsInt(l.wideOnly, j) {
+				continue
+			}
+			c = tui.Printable(c)
+			if !wide && (i > 0 || noHeaders) && containsInt(l.short, j) && utf8.RuneCountInString(c) > 8 {
+				c = string([]rune(c)[:8])
+			}
+			if i == 0 && containsInt(l.elide, j) {
+				elide = append(elide, len(cells[i]))
+			}
+			cells[i] = append(cells[i], c)
+		}
+	}
+	if !wide {
+		fitColumns(cells, elide, tableWidth)
+	}
+	tw := newTable(w)
+	for _, r := range cells {
+		tableRow(tw, r)
+	}
+	return tw.Flush()
+}
+
+// fitColumns cuts the cells of the elide columns in the middle until the
+// table (columns two spaces apart) fits in width, widest column first,
+// none narrower than its title or 12.
+func fitColumns(cells [][]string, elide []int, width int) {
+	if len(cells) == 0 || len(elide) == 0 {
+		return
+	}
+	n := 0
+	for _, r := range cells {
+		n = max(n, len(r))
+	}
+	widths := make([]int, n)
+	for _, r := range cells {
+		for j, c := range r {
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+		}
+	}
+	total := 2 * (n - 1)
+	for _, x := range widths {
+		total += x
+	}
+	floor := func(j int) int {
+		f := 12
+		if len(cells[0]) > j {
+			f = max(f, utf8.RuneCountInString(cells[0][j]))
+		}
+		return f
+	}
+	for total > width {
+		best := -1
+		for _, j := range elide {
+			if j < n && widths[j] > floor(j) && (best < 0 || widths[j] > widths[best]) {
+				best = j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		widths[best]--
+		total--
+	}
+	for _, r := range cells {
+		for _, j := range elide {
+			if j < len(r) {
+				r[j] = elideMiddle(r[j], widths[j])
+			}
+		}
+	}
+}
+
+// elideMiddle cuts s to w runes by replacing its middle with "…".
+func elideMiddle(s string, w int) string {
+	rs := []rune(s)
+	if len(rs) <= w || w < 3 {
+		return s
+	}
+	head := (w - 1 + 1) / 2
+	tail := w - 1 - head
+	return string(rs[:head]) + "…" + string(rs[len(rs)-tail:])
+}
+
+// prepend adds a first column to the table (the indexes of the others
+// move by one).
+func (l listing) prepend(title string, cell func(row int) string) listing {
+	l.head = append([]string{title}, l.head...)
+	rows := make([][]string, len(l.rows))
+	for i, r := range l.rows {
+		rows[i] = append([]string{cell(i)}, r...)
+	}
+	l.rows = rows
+	for _, p := range []*[]int{&l.short, &l.elide, &l.wideOnly} {
+		moved := make([]int, len(*p))
+		for i, j := range *p {
+			moved[i] = j + 1
+		}
+		*p = moved
+	}
+	return l
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// timeKeys are the JSON members that hold a point in time in Unix ns,
+// each with the member json and yaml add beside it as RFC 3339 (UTC,
+// null for 0). Durations (hop_ns, p50_ns...) are not times.
+var timeKeys = map[string]string{
+	"ns":           "time",
+	"at_ns":        "at_time",
+	"cause_ns":     "cause_time",
+	"committed_ns": "committed_time",
+	"end_ns":       "end_time",
+	"first_ns":     "first_time",
+	"last_ns":      "last_time",
+	"received_ns":  "received_time",
+	"settled_ns":   "settled_time",
+	"start_ns":     "start_time",
+	"started_ns":   "started_time",
+}
+
+// rfc3339 is a Unix-ns time as json, yaml and csv write it.
+func rfc3339(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+// jsonOut is v as indented JSON with a *_time member after each time
+// member (timeKeys), the order of the members kept.
+func jsonOut(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := withTimes(dec, &out); err != nil {
+		return nil, err
+	}
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, out.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	ind.WriteByte('\n')
+	return ind.Bytes(), nil
+}
+
+// withTimes copies one JSON value from dec to out, adding the time
+// members.
+func withTimes(dec *json.Decoder, out *bytes.Buffer) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			out.WriteByte('[')
+			for i := 0; dec.More(); i++ {
+				if i > 0 {
+					out.WriteByte(',')
+				}
+				if err := withTimes(dec, out); err != nil {
+					return err
+				}
+			}
+			out.WriteByte(']')
+			_, err := dec.Token()
+			return err
+		}
+		out.WriteByte('{')
+		for i := 0; dec.More(); i++ {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			writeJSON(out, key)
+			out.WriteByte(':')
+			tk, isTime := timeKeys[key]
+			if !isTime {
+				if err := withTimes(dec, out); err != nil {
+					return err
+				}
+				continue
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return err
+			}
+			out.Write(raw)
+			out.WriteByte(',')
+			writeJSON(out, tk)
+			out.WriteByte(':')
+			if ns, err := strconv.ParseInt(string(raw), 10, 64); err == nil && ns != 0 {
+				writeJSON(out, rfc3339(ns))
+			} else {
+				out.WriteString("null")
+			}
+		}
+		out.WriteByte('}')
+		_, err := dec.Token()
+		return err
+	case string:
+		writeJSON(out, t)
+	case json.Number:
+		out.WriteString(t.String())
+	case bool:
+		out.WriteString(strconv.FormatBool(t))
+	case nil:
+		out.WriteString("null")
+	}
+	return nil
+}
+
+func writeJSON(out *bytes.Buffer, v any) {
+	b, _ := json.Marshal(v)
+	out.Write(b)
+}
+
+// writeCSV writes rows (a slice of structs) as RFC 4180 CSV: a column per
+// JSON member of the element type, in its order, with the *_time columns
+// of json beside the times, whatever the rows hold, so the columns of a
+// listing never change; raw values (ns, counts, ids in full); a member
+// that is an object or a list is written as its JSON.
+func writeCSV(w io.Writer, rows any, noHeaders bool) error {
+	v := reflect.ValueOf(rows)
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Slice {
+		return fmt.Errorf("csv: not a list: %T", rows)
+	}
+	cols := jsonColumns(v.Type().Elem())
+	var all []string
+	for _, c := range cols {
+		all = append(all, c)
+		if tk, ok := timeKeys[c]; ok {
+			all = append(all, tk)
+		}
+	}
+	cw := csv.NewWriter(w)
+	if !noHeaders {
+		cw.Write(all)
+	}
+	for i := 0; i < v.Len(); i++ {
+		b, err := json.Marshal(v.Index(i).Interface())
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			return err
+		}
+		cells := make([]string, 0, len(all))
+		for _, c := range cols {
+			cells = append(cells, csvCell(m[c]))
+			if _, ok := timeKeys[c]; ok {
+				t := ""
+				if n, ok := m[c].(json.Number); ok {
+					if ns, err := n.Int64(); err == nil && ns != 0 {
+						t = rfc3339(ns)
+					}
+				}
+				cells = append(cells, t)
+			}
+		}
+		if err := cw.Write(cells); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// csvCell is one JSON value as a CSV cell.
+func csvCell(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return csvText(v)
+	case json.Number:
+		return v.String()
+	case bool:
+		return strconv.FormatBool(v)
+	}
+	b, _ := json.Marshal(v)
+	return csvText(string(b))
+}
+
+// jsonColumns are the JSON member names of a struct type, in order, those
+// of embedded structs in their place.
+func jsonColumns(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var cols []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			cols = append(cols, jsonColumns(f.Type)...)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		cols = append(cols, name)
+	}
+	return cols
 }
 
 // newTable is the aligned table of the table output format.
@@ -100,17 +497,17 @@ func clock(ns int64) string {
 	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000")
 }
 
-// dur formats a duration in ns for a table.
-func dur(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.1fms", float64(d)/1e6)
+// timeOfDay formats a Unix-ns time of day for a table whose rows are of
+// one change (its date is in the line above the table).
+func timeOfDay(ns int64) string {
+	if ns == 0 {
+		return "-"
 	}
-	return d.Round(10 * time.Millisecond).String()
+	return time.Unix(0, ns).UTC().Format("15:04:05.000")
 }
+
+// dur formats a duration in ns for a table, as the terminal UI does.
+func dur(ns int64) string { return tui.Duration(ns) }
 
 // object formats kind namespace/name.
 func object(kind, ns, name string) string {

@@ -28,7 +28,7 @@ func TestPostgresCLI(t *testing.T) {
 				return out
 			}
 			for _, db := range []string{lite, pg} {
-				must("ingest", "--quiet", "--db", db, bundle)
+				must("ingest", "--db", db, bundle)
 				must("reconstruct", "--db", db)
 			}
 			for _, q := range [][]string{

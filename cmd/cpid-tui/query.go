@@ -9,13 +9,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 func init() {
-	register(command{name: "query", summary: "list changes, a change's timeline, related CPIDs (table, json, csv)", run: runQuery})
+	register(command{name: "query", use: "changes|timeline ID|spans ID|related CPID|origins CPID|sli|hops|anomalies [flags]",
+		summary: "list changes, a change's timeline, spans, related CPIDs, SLIs, hops, anomalies", group: "read",
+		help: queryHelp, formats: listFormats, setup: setupQuery})
 }
 
 const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct first). The
@@ -76,12 +80,11 @@ Examples:
   cpid-tui query changes --kind deploy -n default --min-duration 500ms --since 1h
   cpid-tui query timeline 044d68ee-6a4f-47dc-a93e-da38a9ba0d77 --output json | jq '.[] | select(.critical)'`
 
-func runQuery(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "query", "changes|timeline ID|spans ID|related CPID|origins CPID|sli|hops|anomalies [flags]", queryHelp)
-	var db string
-	dbFlag(fs, &db)
-	cluster := clusterFlag(fs, "")
-	out := fs.String("output", "table", "table, json or csv")
+// queries are the queries of query, for help and completion.
+var queries = []string{"changes", "timeline", "spans", "related", "origins", "sli", "hops", "anomalies"}
+
+func setupQuery(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	sort := fs.String("sort", "time", "changes: time, duration or size")
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
 	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
@@ -96,229 +99,258 @@ func runQuery(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&f.minDuration, "min-duration", 0, "changes: keep those that took at least this long, started to last write")
 	var windows paths
 	fs.Var(&windows, "window", "hops: a reaction window [RULE/]WRITER=DURATION before the defaults, as given to reconstruct (repeatable)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return errUsage
-	}
-	if *limit < 0 {
-		fmt.Fprintf(e.stderr, "cpid-tui query: --limit %d: give 0 (all) or more\n", *limit)
-		return errUsage
-	}
-	need := func(n int) error {
-		if len(pos) != n+1 {
-			fmt.Fprintf(e.stderr, "cpid-tui query %s takes %d argument(s)\n", pos[0], n)
-			return errUsage
+	c.RegisterFlagCompletionFunc("sort", fixed("time", "duration", "size"))
+	c.RegisterFlagCompletionFunc("change", completeChanges(e))
+	f.complete(c, e)
+	c.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		switch {
+		case len(args) == 0:
+			return queries, cobra.ShellCompDirectiveNoFileComp
+		case len(args) == 1 && slices.Contains([]string{"timeline", "spans", "related", "origins"}, args[0]):
+			return completeChanges(e)(c, args, toComplete)
 		}
-		return nil
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	db0, err := openStore(ctx, e.stderr, db, readOnly)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	st := db0.view(*cluster)
-	// Change ids may be unique prefixes.
-	id := func() (string, error) { return resolveChange(ctx, st, pos[1]) }
-	if *change != "" {
-		if *change, err = resolveChange(ctx, st, *change); err != nil {
-			return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) == 0 {
+			return usagef("give a query: %s", strings.Join(queries, ", "))
 		}
-	}
-	// An empty answer from a database never reconstructed says why.
-	empty := func(n int) {
-		if n == 0 {
-			db0.hintReconstruct(ctx, e.stderr, db, *cluster)
+		if !slices.Contains(queries, pos[0]) {
+			return usagef("unknown query %q (%s)", pos[0], strings.Join(queries, ", "))
 		}
-	}
-	switch pos[0] {
-	case "changes":
-		if err := need(0); err != nil {
-			return err
+		if *limit < 0 {
+			return usagef("--limit %d: give 0 (all) or more", *limit)
 		}
-		n := *limit
-		if n == 0 {
-			n = math.MaxInt // the engines take 0 for their default
+		format := e.format(c)
+		if format == "name" && !slices.Contains([]string{"changes", "spans", "related", "origins"}, pos[0]) {
+			return usagef("-o name: query %s lists no ids (changes, spans, related and origins do)", pos[0])
 		}
-		q := cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: n}
-		if err := f.changeQuery(ctx, st, &q); err != nil {
-			fmt.Fprintln(e.stderr, "cpid-tui query:", err)
-			return errUsage
+		want := 0
+		if slices.Contains([]string{"timeline", "spans", "related", "origins"}, pos[0]) {
+			want = 1
 		}
-		cs, err := st.Changes(ctx, q)
+		if len(pos) != want+1 {
+			return usagef("query %s takes %s", pos[0], tui.Plural(want, "argument"))
+		}
+		db0, err := openStore(ctx, e.notices(), e.db, readOnly)
 		if err != nil {
 			return err
 		}
-		empty(len(cs))
-		// The cluster is a column when the listing has more than one.
-		clusters := map[string]bool{}
-		for _, c := range cs {
-			clusters[c.Cluster] = true
-		}
-		fleet := len(clusters) > 1
-		var rows [][]string
-		for _, c := range cs {
-			row := []string{clock(c.StartedNS), string(c.Trigger), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
-				strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID}
-			if fleet {
-				row = append([]string{c.Cluster}, row...)
-			}
-			rows = append(rows, row)
-		}
-		if cs == nil {
-			cs = []cpid.ChangeRow{}
-		}
-		head := []string{"STARTED", "TRIGGER", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"}
-		if fleet {
-			head = append([]string{"CLUSTER"}, head...)
-		}
-		if *out != "json" {
-			return output(e.stdout, *out, head, rows, cs)
-		}
-		// JSON adds where each change's time went: its critical path's
-		// hops by reason and by writer.
-		full := make([]changeJSON, len(cs))
-		for i, c := range cs {
-			ts, err := st.Timeline(ctx, c.ID)
-			if err != nil {
+		defer db0.close()
+		st := db0.view(e.cluster)
+		if *change != "" {
+			if *change, err = resolveChange(ctx, st, *change); err != nil {
 				return err
 			}
-			full[i].ChangeRow = c
-			full[i].TimeByReason, full[i].TimeByWriter = cpid.TimeByReason(ts)
 		}
-		return output(e.stdout, *out, head, rows, full)
-	case "timeline":
-		if err := need(1); err != nil {
-			return err
-		}
-		full, err := id()
-		if err != nil {
-			return err
-		}
-		ts, err := st.Timeline(ctx, full)
-		if err != nil {
-			return err
-		}
-		empty(len(ts))
-		var rows [][]string
-		for _, t := range ts {
-			mark := " "
-			if t.Critical {
-				mark = "*"
-			}
-			verb := t.Verb + sub(t.Subresource)
-			if t.Attempt {
-				verb += fmt.Sprintf(" (failed %d)", t.Code)
-			}
-			hop := "-"
-			if t.CauseID != 0 {
-				hop = "+" + dur(t.HopNS)
-			}
-			rows = append(rows, []string{mark, clock(t.NS), dur(t.NS - ts[0].NS), t.Writer, verb, object(t.Kind, t.Namespace, t.Name), hop,
-				string(t.Explain), t.Rule, string(t.Confidence), t.Origin})
-		}
-		head := []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CONFIDENCE", "CPID FROM"}
-		if *out != "" && *out != "table" {
-			return output(e.stdout, *out, head, rows, ts)
-		}
-		// The table, then what started the change and the evidence behind
-		// the explanations that have some, for people.
-		if cs, err := st.ChangesByID(ctx, []string{full}); err == nil && len(cs) == 1 && cs[0].Trigger != "" {
-			line := "trigger: " + string(cs[0].Trigger)
-			if cs[0].TriggerDetail != "" {
-				line += " (" + cs[0].TriggerDetail + ")"
-			}
-			fmt.Fprintln(e.stdout, tui.Printable(line))
-		}
-		if err := output(e.stdout, *out, head, rows, ts); err != nil {
-			return err
-		}
-		for _, t := range ts {
-			if t.ExplainDetail != "" {
-				fmt.Fprintln(e.stdout, tui.Printable(fmt.Sprintf("why %s %s +%s: %s: %s", clock(t.NS), object(t.Kind, t.Namespace, t.Name),
-					dur(t.HopNS), t.Explain, t.ExplainDetail)))
+		// An empty answer from a database never reconstructed says why.
+		empty := func(n int) {
+			if n == 0 {
+				db0.hintReconstruct(ctx, e, e.db, e.cluster)
 			}
 		}
-		return nil
-	case "related", "origins":
-		if err := need(1); err != nil {
-			return err
-		}
-		f := st.Related
-		if pos[0] == "origins" {
-			f = st.Origins
-		}
-		ids, err := f(ctx, pos[1])
-		if err != nil {
-			return err
-		}
-		empty(len(ids))
-		var rows [][]string
-		for _, id := range ids {
-			rows = append(rows, []string{id})
-		}
-		return output(e.stdout, *out, []string{"CPID"}, rows, ids)
-	case "spans":
-		if err := need(1); err != nil {
-			return err
-		}
-		full, err := id()
-		if err != nil {
-			return err
-		}
-		sp, err := st.Spans(ctx, full)
-		if err != nil {
-			return err
-		}
-		empty(len(sp))
-		var rows [][]string
-		for _, x := range sp {
-			rows = append(rows, []string{clock(x.StartNS), dur(x.EndNS - x.StartNS), x.Kind, x.Service, x.Name, x.SpanID, x.ParentID})
-		}
-		return output(e.stdout, *out, []string{"START", "DURATION", "KIND", "SERVICE", "NAME", "SPAN", "PARENT"}, rows, sp)
-	case "sli":
-		if err := need(0); err != nil {
-			return err
-		}
-		return querySLI(ctx, e, st, *change, *out)
-	case "anomalies":
-		if err := need(0); err != nil {
-			return err
-		}
-		as, err := st.Anomalies(ctx, *change)
-		if err != nil {
-			return err
-		}
-		empty(len(as))
-		if as == nil {
-			as = []cpid.AnomalyRow{}
-		}
-		var rows [][]string
-		for _, a := range as {
-			kind := cpid.KindOf("", a.Resource)
-			rows = append(rows, []string{clock(a.NS), a.Kind, object(kind, a.Namespace, a.Name), a.Change, a.Detail})
-		}
-		return output(e.stdout, *out, []string{"TIME", "ANOMALY", "OBJECT", "CHANGE", "DETAIL"}, rows, as)
-	case "hops":
-		if err := need(0); err != nil {
-			return err
+		q := queryRun{e: e, c: c, st: st, format: format, empty: empty}
+		switch pos[0] {
+		case "changes":
+			n := *limit
+			if n == 0 {
+				n = math.MaxInt // the engines take 0 for their default
+			}
+			cq := cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: n}
+			if err := f.changeQuery(ctx, st, &cq); err != nil {
+				return usagef("%v", err)
+			}
+			return q.changes(ctx, cq)
+		case "timeline":
+			return q.timeline(ctx, pos[1])
+		case "related", "origins":
+			return q.related(ctx, pos[0], pos[1])
+		case "spans":
+			return q.spans(ctx, pos[1])
+		case "sli":
+			return querySLI(ctx, e, c, st, *change)
+		case "anomalies":
+			return q.anomalies(ctx, *change)
 		}
 		ws := slices.Clone(reconstruct.DefaultWindows)
 		for i := len(windows) - 1; i >= 0; i-- {
 			win, err := reconstruct.ParseWindow(windows[i])
 			if err != nil {
-				fmt.Fprintln(e.stderr, "cpid-tui query:", err)
-				return errUsage
+				return usagef("%v", err)
 			}
 			ws = append([]reconstruct.Window{win}, ws...)
 		}
-		return queryHops(ctx, e, st, *change, *out, ws)
+		return queryHops(ctx, e, c, st, *change, ws)
 	}
-	fmt.Fprintf(e.stderr, "cpid-tui query: unknown query %q (changes, timeline, spans, related, origins, sli, hops, anomalies)\n", pos[0])
-	return errUsage
+}
+
+// queryRun is one run of query: where it reads and how it prints.
+type queryRun struct {
+	e      *env
+	c      *cobra.Command
+	st     cpid.ChangeReader
+	format string
+	empty  func(n int)
+}
+
+func (q queryRun) changes(ctx context.Context, cq cpid.ChangeQuery) error {
+	cs, err := q.st.Changes(ctx, cq)
+	if err != nil {
+		return err
+	}
+	q.empty(len(cs))
+	// The cluster is a column of the table when the listing has more than
+	// one.
+	clusters := map[string]bool{}
+	for _, c := range cs {
+		clusters[c.Cluster] = true
+	}
+	fleet := len(clusters) > 1
+	l := listing{head: []string{"STARTED", "TRIGGER", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"},
+		elide: []int{2, 4}, short: []int{9}, wideOnly: []int{6, 8}}
+	for _, c := range cs {
+		l.rows = append(l.rows, []string{clock(c.StartedNS), string(c.Trigger), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
+			strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID})
+		l.names = append(l.names, c.ID)
+	}
+	if fleet {
+		l = l.prepend("CLUSTER", func(i int) string { return cs[i].Cluster })
+	}
+	// JSON, YAML and CSV add where each change's time went: its critical
+	// path's hops by reason and by writer.
+	full := make([]changeJSON, len(cs))
+	for i, c := range cs {
+		full[i].ChangeRow = c
+		if q.format == "json" || q.format == "yaml" || q.format == "csv" {
+			ts, err := q.st.Timeline(ctx, c.ID)
+			if err != nil {
+				return err
+			}
+			full[i].TimeByReason, full[i].TimeByWriter = cpid.TimeByReason(ts)
+		}
+	}
+	l.data = full
+	return q.e.print(q.c, l)
+}
+
+// timelineZero is time zero of a change's timeline, the TUI's and the
+// command line's: when the apiserver received the first request of the
+// change (its start, changes.started_ns), so that the last write's offset
+// is how long the change took to settle.
+func timelineZero(ts []cpid.TimelineEntry) int64 {
+	if len(ts) == 0 {
+		return 0
+	}
+	zero := ts[0].ReceivedNS
+	for _, t := range ts {
+		if t.ReceivedNS != 0 && (zero == 0 || t.ReceivedNS < zero) {
+			zero = t.ReceivedNS
+		}
+	}
+	if zero == 0 {
+		zero = ts[0].NS
+	}
+	return zero
+}
+
+func (q queryRun) timeline(ctx context.Context, id string) error {
+	full, err := resolveChange(ctx, q.st, id)
+	if err != nil {
+		return err
+	}
+	ts, err := q.st.Timeline(ctx, full)
+	if err != nil {
+		return err
+	}
+	q.empty(len(ts))
+	zero := timelineZero(ts)
+	l := listing{head: []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CONFIDENCE", "CPID FROM"},
+		elide: []int{3, 4, 5}, wideOnly: []int{1, 8, 10}, data: ts}
+	if ts == nil {
+		l.data = []cpid.TimelineEntry{}
+	}
+	for _, t := range ts {
+		mark := " "
+		if t.Critical {
+			mark = "*"
+		}
+		verb := t.Verb + sub(t.Subresource)
+		if t.Attempt {
+			verb += fmt.Sprintf(" (failed %d)", t.Code)
+		}
+		hop := "-"
+		if t.CauseID != 0 {
+			hop = "+" + dur(t.HopNS)
+		}
+		l.rows = append(l.rows, []string{mark, clock(t.NS), "+" + dur(t.NS-zero), t.Writer, verb, object(t.Kind, t.Namespace, t.Name), hop,
+			string(t.Explain), t.Rule, string(t.Confidence), t.Origin})
+	}
+	if q.format != "table" && q.format != "wide" {
+		return q.e.print(q.c, l)
+	}
+	// The table, then what started the change and the evidence behind
+	// the explanations that have some, for people.
+	if !q.e.noHeaders {
+		line := "started " + clock(zero) + " UTC (AFTER counts from it)"
+		if cs, err := q.st.ChangesByID(ctx, []string{full}); err == nil && len(cs) == 1 && cs[0].Trigger != "" {
+			line += "; trigger: " + string(cs[0].Trigger)
+			if cs[0].TriggerDetail != "" {
+				line += " (" + cs[0].TriggerDetail + ")"
+			}
+		}
+		fmt.Fprintln(q.e.stdout, tui.Printable(line))
+	}
+	if err := q.e.print(q.c, l); err != nil {
+		return err
+	}
+	if q.e.noHeaders {
+		return nil
+	}
+	for _, t := range ts {
+		if t.ExplainDetail != "" {
+			fmt.Fprintln(q.e.stdout, tui.Printable(fmt.Sprintf("why +%s %s %s: %s: %s", dur(t.NS-zero), object(t.Kind, t.Namespace, t.Name),
+				"+"+dur(t.HopNS), t.Explain, t.ExplainDetail)))
+		}
+	}
+	return nil
+}
+
+func (q queryRun) spans(ctx context.Context, id string) error {
+	full, err := resolveChange(ctx, q.st, id)
+	if err != nil {
+		return err
+	}
+	sp, err := q.st.Spans(ctx, full)
+	if err != nil {
+		return err
+	}
+	q.empty(len(sp))
+	if sp == nil {
+		sp = []cpid.SpanRow{}
+	}
+	l := listing{head: []string{"START", "DURATION", "KIND", "SERVICE", "NAME", "SPAN", "PARENT"}, elide: []int{3, 4}, short: []int{5, 6}, data: sp}
+	for _, x := range sp {
+		l.rows = append(l.rows, []string{clock(x.StartNS), dur(x.EndNS - x.StartNS), x.Kind, x.Service, x.Name, x.SpanID, x.ParentID})
+		l.names = append(l.names, x.SpanID)
+	}
+	return q.e.print(q.c, l)
+}
+
+func (q queryRun) anomalies(ctx context.Context, change string) error {
+	as, err := q.st.Anomalies(ctx, change)
+	if err != nil {
+		return err
+	}
+	q.empty(len(as))
+	if as == nil {
+		as = []cpid.AnomalyRow{}
+	}
+	l := listing{head: []string{"TIME", "ANOMALY", "OBJECT", "CHANGE", "DETAIL"}, elide: []int{2, 4}, short: []int{3}, data: as}
+	for _, a := range as {
+		kind := cpid.KindOf("", a.Resource)
+		l.rows = append(l.rows, []string{clock(a.NS), a.Kind, object(kind, a.Namespace, a.Name), a.Change, a.Detail})
+	}
+	return q.e.print(q.c, l)
 }
 
 func sub(s string) string {
@@ -328,7 +360,7 @@ func sub(s string) string {
 	return "/" + strings.TrimPrefix(s, "/")
 }
 
-func querySLI(ctx context.Context, e *env, st cpid.ChangeReader, change, format string) error {
+func querySLI(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReader, change string) error {
 	ws, err := st.PodWrites(ctx, change)
 	if err != nil {
 		return err
@@ -341,11 +373,11 @@ func querySLI(ctx context.Context, e *env, st cpid.ChangeReader, change, format 
 	if out == nil {
 		out = []reconstruct.SLI{}
 	}
-	var rows [][]string
+	l := listing{head: []string{"SCOPE", "NAME", "N", "P50", "P90", "P99", "MAX"}, elide: []int{1}, data: out}
 	for _, r := range out {
-		rows = append(rows, []string{r.Scope, r.Name, strconv.Itoa(r.N), durOr(r.N, r.P50NS), durOr(r.N, r.P90NS), durOr(r.N, r.P99NS), durOr(r.N, r.MaxNS)})
+		l.rows = append(l.rows, []string{r.Scope, r.Name, strconv.Itoa(r.N), durOr(r.N, r.P50NS), durOr(r.N, r.P90NS), durOr(r.N, r.P99NS), durOr(r.N, r.MaxNS)})
 	}
-	return output(e.stdout, format, []string{"SCOPE", "NAME", "N", "P50", "P90", "P99", "MAX"}, rows, out)
+	return e.print(c, l)
 }
 
 func durOr(n int, ns int64) string {
@@ -372,7 +404,7 @@ type hopRow struct {
 	Explain  map[string]int `json:"explain"`     // hops per explanation
 }
 
-func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format string, windows []reconstruct.Window) error {
+func queryHops(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReader, change string, windows []reconstruct.Window) error {
 	hops, err := st.Hops(ctx, change)
 	if err != nil {
 		return err
@@ -397,7 +429,8 @@ func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format
 		return keys[i].resource < keys[j].resource
 	})
 	out := []hopRow{}
-	var rows [][]string
+	l := listing{head: []string{"RULE", "WRITER", "RESOURCE", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"},
+		elide: []int{1, 3, 10}, wideOnly: []int{6, 7}, data: &out}
 	for _, k := range keys {
 		hs := groups[k]
 		bands := reconstruct.Bands(windows, k.rule, k.writer, k.resource)
@@ -424,10 +457,10 @@ func queryHops(ctx context.Context, e *env, st cpid.ChangeReader, change, format
 			why = append(why, fmt.Sprintf("%s %d", x, n))
 		}
 		sort.Strings(why)
-		rows = append(rows, []string{r.Rule, r.Writer, r.Resource, r.Window, strconv.Itoa(r.N), dur(r.P50NS), dur(r.P90NS), dur(r.P99NS),
+		l.rows = append(l.rows, []string{r.Rule, r.Writer, r.Resource, r.Window, strconv.Itoa(r.N), dur(r.P50NS), dur(r.P90NS), dur(r.P99NS),
 			dur(r.MaxNS), strconv.Itoa(r.Past), strings.Join(why, ", ")})
 	}
-	return output(e.stdout, format, []string{"RULE", "WRITER", "RESOURCE", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"}, rows, out)
+	return e.print(c, l)
 }
 
 // changeJSON is a change as `query changes --output json` prints it.

@@ -46,7 +46,7 @@ func readOnlyFile(t *testing.T, path string) {
 func ingested(t *testing.T, derive bool) string {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "cpid.db")
-	args := [][]string{{"ingest", "--quiet", "--db", db, filepath.Join("..", "..", "fixtures", "basic", "bundle")}}
+	args := [][]string{{"ingest", "--db", db, filepath.Join("..", "..", "fixtures", "basic", "bundle")}}
 	if derive {
 		args = append(args, []string{"reconstruct", "--db", db})
 	}
@@ -171,7 +171,7 @@ func TestReadingPostgres(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || exists {
 		t.Fatalf("schema_migrations exists (%v) after a query: the reader migrated", err)
 	}
-	if code, out, errOut := runCmd(t, nil, "ingest", "--quiet", "--db", dsn, filepath.Join("..", "..", "fixtures", "basic", "bundle")); code != 0 {
+	if code, out, errOut := runCmd(t, nil, "ingest", "--db", dsn, filepath.Join("..", "..", "fixtures", "basic", "bundle")); code != 0 {
 		t.Fatalf("ingest: exit %d\n%s%s", code, out, errOut)
 	}
 	code, _, errOut = runCmd(t, nil, "query", "changes", "--db", dsn)

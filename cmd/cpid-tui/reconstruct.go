@@ -5,18 +5,19 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 func init() {
-	register(command{name: "reconstruct", summary: "rebuild revisions, mergelogs, changes and timelines from what was ingested", run: runReconstruct})
+	register(command{name: "reconstruct", use: "[--full] [--window [RULE/]WRITER=DURATION]...", group: "load",
+		summary: "rebuild revisions, mergelogs, changes and timelines from what was ingested", help: reconstructHelp, setup: setupReconstruct})
 }
 
-func runReconstruct(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "reconstruct", "[--db cpid.db] [--full] [--window [RULE/]WRITER=DURATION]...", strings.TrimSpace(`
+const reconstructHelp = `
 Derives from the ingested audit events and controller logs: every object's
 revisions in order, the CPID each write carries (from its annotation, or
 inferred from owner references, the object's previous write, Service and
@@ -35,55 +36,59 @@ Every hop (cause -> write) is explained: within its writer's reaction window
 by evidence (a retry after a failed write, the apiserver's own latency),
 else "unexplained". --window kwok=10m replaces a writer's windows (wider or
 narrower); query hops --window kwok=10m prints them beside the hops observed
-(docs/CAUSALITY.md).`))
-	var db string
-	dbFlag(fs, &db)
-	cluster := clusterFlag(fs, "")
+(docs/CAUSALITY.md). -q prints only its warnings.`
+
+func setupReconstruct(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	full := fs.Bool("full", false, "rebuild everything instead of going on from the last run")
 	var windows paths
 	fs.Var(&windows, "window", "a reaction window [RULE/]WRITER=DURATION before the defaults (repeatable; `query hops` shows them); with --full to apply it to what was derived before")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	opt := runOptions(*full, 0)
-	for _, w := range windows {
-		win, err := reconstruct.ParseWindow(w)
+	return func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usagef("unexpected arguments %q", args)
+		}
+		opt := runOptions(*full, 0)
+		for _, w := range windows {
+			win, err := reconstruct.ParseWindow(w)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			opt.Windows = append(opt.Windows, win)
+		}
+		db, cluster := e.db, &e.cluster
+		db0, err := openStore(ctx, e.notices(), db, readWrite)
 		if err != nil {
-			fmt.Fprintln(e.stderr, "cpid-tui reconstruct:", err)
-			return errUsage
+			return err
 		}
-		opt.Windows = append(opt.Windows, win)
-	}
-	db0, err := openDatabase(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	// A run holds the merge graph and every object's state in maps that
-	// live to its end: collecting less often costs some memory and saves
-	// time (docs/BENCHMARKS.md). GOGC, when set, decides.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
-	}
-	clusters, err := db0.clustersOf(ctx, *cluster)
-	if err != nil {
-		return err
-	}
-	for _, c := range clusters {
-		r, err := reconstruct.Run(ctx, db0.view(c), opt)
+		defer db0.close()
+		// A run holds the merge graph and every object's state in maps that
+		// live to its end: collecting less often costs some memory and saves
+		// time (docs/BENCHMARKS.md). GOGC, when set, decides.
+		if os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(200)
+		}
+		clusters, err := db0.clustersOf(ctx, *cluster)
 		if err != nil {
-			return fmt.Errorf("cluster %s: %w", c, err)
+			return err
 		}
-		if len(clusters) > 1 {
-			fmt.Fprintf(e.stdout, "cluster %s: ", c)
+		for _, c := range clusters {
+			r, err := reconstruct.Run(ctx, db0.view(c), opt)
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", c, err)
+			}
+			if e.quiet {
+				for _, w := range r.Warnings {
+					fmt.Fprintf(e.stderr, "reconstruct: warning: cluster %s: %s\n", c, w)
+				}
+				continue
+			}
+			if len(clusters) > 1 {
+				fmt.Fprintf(e.stdout, "cluster %s: ", c)
+			}
+			fmt.Fprintln(e.stdout, r)
 		}
-		fmt.Fprintln(e.stdout, r)
+		return nil
 	}
-	return nil
 }
 
 // runOptions are the options of a reconstruct run from the command line:

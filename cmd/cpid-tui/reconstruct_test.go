@@ -109,7 +109,7 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 	tr := readTruth(t, dir)
 	env := readEnvTruth(t, dir)
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", filepath.Join(dir, "bundle")); code != 0 {
+	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, filepath.Join(dir, "bundle")); code != 0 {
 		t.Fatalf("ingest: %d\n%s%s", code, out, e)
 	}
 	if code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath); code != 0 {
@@ -264,11 +264,11 @@ func TestReconstructIncremental(t *testing.T) {
 		}
 		return out
 	}
-	step(append([]string{"ingest", "--quiet", "--db", dbPath}, backups...)...)
+	step(append([]string{"ingest", "--db", dbPath}, backups...)...)
 	if out := step("reconstruct", "--db", dbPath); !strings.Contains(out, "full rebuild (first run)") {
 		t.Errorf("first run: %s", out)
 	}
-	step("ingest", "--quiet", "--db", dbPath, basicBundle)
+	step("ingest", "--db", dbPath, basicBundle)
 	if out := step("reconstruct", "--db", dbPath); !strings.Contains(out, "incremental") {
 		t.Errorf("second run is not incremental: %s", out)
 	}
@@ -284,7 +284,7 @@ func TestReconstructIncremental(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(basicBundle, "audit", "audit.log"))
 	twice := filepath.Join(dir, "audit-twice.log")
 	os.WriteFile(twice, append(append([]byte{}, b...), b...), 0o644)
-	step("ingest", "--quiet", "--db", dbPath, basicBundle, twice)
+	step("ingest", "--db", dbPath, basicBundle, twice)
 	if out := step("reconstruct", "--db", dbPath); !strings.Contains(out, "up to date") {
 		t.Errorf("reconstruct after duplicated input: %s", out)
 	}
@@ -320,7 +320,7 @@ func reconstructed(t *testing.T) string { return reconstructedFixture(t, basicBu
 func reconstructedFixture(t *testing.T, bundle string) string {
 	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, "--quiet", bundle); code != 0 {
+	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, bundle); code != 0 {
 		t.Fatalf("ingest: %d\n%s%s", code, out, e)
 	}
 	if code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath); code != 0 {

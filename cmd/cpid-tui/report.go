@@ -8,11 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/report"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 func init() {
-	register(command{name: "report", summary: "a post-mortem page of one change (Markdown, or one self-contained HTML file)", run: runReport})
+	register(command{name: "report", use: "ID [--format html|md] [-o FILE]", group: "read",
+		summary: "a post-mortem page of one change (Markdown, or one self-contained HTML file)", help: reportHelp, setup: setupReport})
 }
 
 const reportHelp = `Writes a post-mortem of change ID (an id from cpid-tui query changes, or a
@@ -48,83 +52,80 @@ show an image file, not inline SVG); to stdout there is no chart.
 
 Strings from the logs are shown without control characters or escape
 sequences, escaped for HTML or Markdown. The database is opened read-only.
+Here -o/--output is the file to write, not a listing's format.
 
 Examples:
   cpid-tui report 4a01429c -o rollout.html
   cpid-tui report 4a01429c-6a4f-47dc-a93e-da38a9ba0d77 --format md -o rollout.md   # and rollout.timeline.svg
   cpid-tui report "$(cpid-tui query changes --sort duration --limit 1 --output json | jq -r '.[0].id')" -o slowest.html`
 
-func runReport(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "report", "ID [--format html|md] [-o FILE]", reportHelp)
-	var db string
-	dbFlag(fs, &db)
-	cluster := clusterFlag(fs, "")
+func setupReport(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	format := fs.String("format", "", "html or md (default: from FILE's extension, else html)")
-	out := fs.String("o", "-", "the file to write (- for stdout); with --format md the chart goes beside it")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	f := *format
-	if f == "" {
-		f = "html"
-		if ext := strings.ToLower(filepath.Ext(*out)); ext == ".md" || ext == ".markdown" {
-			f = "md"
+	out := fs.StringP("output", "o", "-", "the file to write (- for stdout); with --format md the chart goes beside it")
+	c.RegisterFlagCompletionFunc("format", fixed("html", "md"))
+	c.ValidArgsFunction = argChanges(e, 1)
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("give one change id")
 		}
-	}
-	if f != "html" && f != "md" {
-		fmt.Fprintf(e.stderr, "cpid-tui report: --format %q: give html or md\n", f)
-		return errUsage
-	}
-	db0, err := openStore(ctx, e.stderr, db, readOnly)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	st := db0.view(*cluster)
-	id, err := resolveChange(ctx, st, pos[0])
-	if err != nil {
-		db0.hintReconstruct(ctx, e.stderr, db, *cluster)
-		return err
-	}
-	r, err := report.Build(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	var chart string
-	if f == "md" && *out != "-" {
-		chart = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".timeline.svg"
-		if err := writeFile(chart, func(w io.Writer) error { return r.SVG(w, report.Wide) }); err != nil {
+		f := *format
+		if f == "" {
+			f = "html"
+			if ext := strings.ToLower(filepath.Ext(*out)); ext == ".md" || ext == ".markdown" {
+				f = "md"
+			}
+		}
+		if f != "html" && f != "md" {
+			return usagef("--format %q: give html or md", f)
+		}
+		db, cluster := e.db, &e.cluster
+		db0, err := openStore(ctx, e.notices(), db, readOnly)
+		if err != nil {
 			return err
 		}
-	}
-	write := func(w io.Writer) error {
-		if f == "md" {
-			rel := ""
-			if chart != "" {
-				rel = filepath.Base(chart)
-			}
-			return r.Markdown(w, rel)
+		defer db0.close()
+		st := db0.view(*cluster)
+		id, err := resolveChange(ctx, st, pos[0])
+		if err != nil {
+			db0.hintReconstruct(ctx, e, db, *cluster)
+			return err
 		}
-		return r.HTML(w)
+		r, err := report.Build(ctx, st, id)
+		if err != nil {
+			return err
+		}
+		var chart string
+		if f == "md" && *out != "-" {
+			chart = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".timeline.svg"
+			if err := writeFile(chart, func(w io.Writer) error { return r.SVG(w, report.Wide) }); err != nil {
+				return err
+			}
+		}
+		write := func(w io.Writer) error {
+			if f == "md" {
+				rel := ""
+				if chart != "" {
+					rel = filepath.Base(chart)
+				}
+				return r.Markdown(w, rel)
+			}
+			return r.HTML(w)
+		}
+		if *out == "-" {
+			return write(e.stdout)
+		}
+		if err := writeFile(*out, write); err != nil {
+			return err
+		}
+		also := ""
+		if chart != "" {
+			also = " and its chart " + chart
+		}
+		fmt.Fprintf(e.notices(), "%s report: wrote %s%s: change %s, %s by %s, %d on the critical path\n",
+			e.prog, *out, also, id, tui.Plural(len(r.Writes), "write"), tui.Plural(len(r.Lanes), "writer"), len(r.Critical))
+		return nil
 	}
-	if *out == "-" {
-		return write(e.stdout)
-	}
-	if err := writeFile(*out, write); err != nil {
-		return err
-	}
-	also := ""
-	if chart != "" {
-		also = " and its chart " + chart
-	}
-	fmt.Fprintf(e.stderr, "cpid-tui report: wrote %s%s: change %s, %d writes by %d writers, %d on the critical path\n",
-		*out, also, id, len(r.Writes), len(r.Lanes), len(r.Critical))
-	return nil
 }
 
 // writeFile writes path through fill, whole or not at all: into a

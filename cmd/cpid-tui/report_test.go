@@ -396,7 +396,10 @@ func TestReportUsage(t *testing.T) {
 		{"help", []string{"report", "-h"}, 0, "nothing fetched"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			code, _, e := runCmd(t, nil, c.args...)
+			code, out, e := runCmd(t, nil, c.args...)
+			if c.name == "help" {
+				e = out // help goes to standard output
+			}
 			if code != c.code || !strings.Contains(e, c.want) {
 				t.Errorf("exit %d, want %d; stderr:\n%s\nwant %q", code, c.code, e, c.want)
 			}

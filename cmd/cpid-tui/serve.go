@@ -17,17 +17,19 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 func init() {
-	register(command{name: "serve", summary: "receive kube-apiserver's audit webhook (batch mode) into the database", run: runServe})
+	register(command{name: "serve", use: "--listen ADDR --tls-cert FILE --tls-key FILE [--client-ca FILE [--allow-cn NAME]...] [--token-file FILE]",
+		group: "live", summary: "receive kube-apiserver's audit webhook (batch mode) into the database", help: serveHelp, setup: setupServe})
 }
 
-func runServe(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "serve", "[--db cpid.db] --listen ADDR --tls-cert FILE --tls-key FILE [--client-ca FILE [--allow-cn NAME]...] [--token-file FILE]", strings.TrimSpace(`
+const serveHelp = `
 Receives the audit events that kube-apiserver posts to its audit webhook
 backend (--audit-webhook-config-file, batch mode: audit.k8s.io/v1
 EventList) and stores them as 'cpid-tui ingest' would.
@@ -80,9 +82,10 @@ kube-apiserver is in docs/LIVE.md.
 
 Example:
   cpid-tui serve --db cpid.db --listen :9443 --tls-cert tls.crt --tls-key tls.key \
-    --client-ca ca.crt --allow-cn kube-apiserver`))
-	var db string
-	dbFlag(fs, &db)
+    --client-ca ca.crt --allow-cn kube-apiserver`
+
+func setupServe(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	listen := fs.String("listen", "127.0.0.1:9443", "address to listen on")
 	cert := fs.String("tls-cert", "", "server certificate (PEM); without it, plain HTTP")
 	key := fs.String("tls-key", "", "server private key (PEM)")
@@ -98,159 +101,156 @@ Example:
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "time a keep-alive connection may wait for its next request")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	redaction := redactFlag(fs)
-	cluster := clusterFlag(fs, defaultCluster)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	var bad string
-	switch {
-	case fs.NArg() > 0:
-		bad = "unexpected arguments"
-	case (*cert == "") != (*key == ""):
-		bad = "--tls-cert and --tls-key go together"
-	case *clientCA != "" && *cert == "":
-		bad = "--client-ca needs TLS (--tls-cert, --tls-key)"
-	case len(allowCN) > 0 && *clientCA == "":
-		bad = "--allow-cn needs --client-ca"
-	case *maxBody <= 0 || *bodyBudget < *maxBody:
-		bad = "--body-budget must be at least --max-body, and both positive"
-	case *maxConns <= 0 || *readTimeout <= 0 || *idleTimeout <= 0:
-		bad = "--max-conns, --read-timeout and --idle-timeout must be positive"
-	}
-	if bad != "" {
-		fmt.Fprintln(e.stderr, "cpid-tui serve: "+bad)
-		fs.Usage()
-		return errUsage
-	}
-	var tlsConf *tls.Config
-	if *cert != "" {
-		pair, err := tls.LoadX509KeyPair(*cert, *key)
-		if err != nil {
-			return fmt.Errorf("load TLS key pair: %w", err)
+	return func(ctx context.Context, args []string) error {
+		db, cluster := e.db, e.writeCluster()
+		var bad string
+		switch {
+		case len(args) > 0:
+			bad = "unexpected arguments"
+		case (*cert == "") != (*key == ""):
+			bad = "--tls-cert and --tls-key go together"
+		case *clientCA != "" && *cert == "":
+			bad = "--client-ca needs TLS (--tls-cert, --tls-key)"
+		case len(allowCN) > 0 && *clientCA == "":
+			bad = "--allow-cn needs --client-ca"
+		case *maxBody <= 0 || *bodyBudget < *maxBody:
+			bad = "--body-budget must be at least --max-body, and both positive"
+		case *maxConns <= 0 || *readTimeout <= 0 || *idleTimeout <= 0:
+			bad = "--max-conns, --read-timeout and --idle-timeout must be positive"
 		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-		if *clientCA != "" {
-			pem, err := os.ReadFile(*clientCA)
+		if bad != "" {
+			return usagef("%s", bad)
+		}
+		var tlsConf *tls.Config
+		if *cert != "" {
+			pair, err := tls.LoadX509KeyPair(*cert, *key)
 			if err != nil {
-				return fmt.Errorf("read client CA: %w", err)
+				return fmt.Errorf("load TLS key pair: %w", err)
 			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("client CA %s: no PEM certificate", *clientCA)
+			tlsConf = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+			if *clientCA != "" {
+				pem, err := os.ReadFile(*clientCA)
+				if err != nil {
+					return fmt.Errorf("read client CA: %w", err)
+				}
+				pool := x509.NewCertPool()
+				if !pool.AppendCertsFromPEM(pem) {
+					return fmt.Errorf("client CA %s: no PEM certificate", *clientCA)
+				}
+				tlsConf.ClientCAs = pool
+				tlsConf.ClientAuth = tls.VerifyClientCertIfGiven
 			}
-			tlsConf.ClientCAs = pool
-			tlsConf.ClientAuth = tls.VerifyClientCertIfGiven
 		}
-	}
-	var token string
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
+		var token string
+		if *tokenFile != "" {
+			b, err := os.ReadFile(*tokenFile)
+			if err != nil {
+				return fmt.Errorf("read token file: %w", err)
+			}
+			if token = strings.TrimSpace(string(b)); token == "" {
+				return fmt.Errorf("token file %s is empty", *tokenFile)
+			}
+		}
+		open := token == "" && *clientCA == ""
+		var need string // what a listener beyond loopback lacks
+		switch {
+		case open:
+			need = "authentication (--client-ca, --token-file)"
+		case tlsConf == nil:
+			need = "TLS (--tls-cert, --tls-key)"
+		}
+		if need != "" && !*insecure && !loopback(*listen) {
+			return fmt.Errorf("refusing to listen on %s without %s: anyone who reaches it could write audit events; "+
+				"listen on 127.0.0.1, or pass --insecure to accept that", *listen, need)
+		}
+
+		var mu sync.Mutex
+		notice := func(n ingest.Notice) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(e.stderr, "serve: %s\n", n)
+		}
+		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
-			return fmt.Errorf("read token file: %w", err)
+			return fmt.Errorf("listen %s: %w", *listen, err)
 		}
-		if token = strings.TrimSpace(string(b)); token == "" {
-			return fmt.Errorf("token file %s is empty", *tokenFile)
+		// "localhost" could name another address: what counts is the one bound.
+		if a, ok := ln.Addr().(*net.TCPAddr); need != "" && !*insecure && (!ok || !a.IP.IsLoopback()) {
+			ln.Close()
+			return fmt.Errorf("refusing to listen on %s (%s, not loopback) without %s; pass --insecure to accept that", *listen, ln.Addr(), need)
 		}
-	}
-	open := token == "" && *clientCA == ""
-	var need string // what a listener beyond loopback lacks
-	switch {
-	case open:
-		need = "authentication (--client-ca, --token-file)"
-	case tlsConf == nil:
-		need = "TLS (--tls-cert, --tls-key)"
-	}
-	if need != "" && !*insecure && !loopback(*listen) {
-		return fmt.Errorf("refusing to listen on %s without %s: anyone who reaches it could write audit events; "+
-			"listen on 127.0.0.1, or pass --insecure to accept that", *listen, need)
-	}
+		cl := &capListener{Listener: ln, slots: make(chan struct{}, *maxConns), notice: notice}
+		defer cl.Close()
+		var l net.Listener = cl
+		if tlsConf != nil {
+			l = tls.NewListener(cl, tlsConf)
+		}
 
-	var mu sync.Mutex
-	notice := func(n ingest.Notice) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(e.stderr, "serve: %s\n", n)
-	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", *listen, err)
-	}
-	// "localhost" could name another address: what counts is the one bound.
-	if a, ok := ln.Addr().(*net.TCPAddr); need != "" && !*insecure && (!ok || !a.IP.IsLoopback()) {
-		ln.Close()
-		return fmt.Errorf("refusing to listen on %s (%s, not loopback) without %s; pass --insecure to accept that", *listen, ln.Addr(), need)
-	}
-	cl := &capListener{Listener: ln, slots: make(chan struct{}, *maxConns), notice: notice}
-	defer cl.Close()
-	var l net.Listener = cl
-	if tlsConf != nil {
-		l = tls.NewListener(cl, tlsConf)
-	}
+		db0, err := openDatabase(ctx, db)
+		if err != nil {
+			return err
+		}
+		defer db0.close()
+		st := db0.view(*cluster)
 
-	db0, err := openDatabase(ctx, db)
-	if err != nil {
+		// The budget bounds what the bodies hold; a soft memory limit keeps
+		// the garbage their decoding leaves from doubling the heap before the
+		// GC runs (docs/SECURITY.md gives the peak RSS this bounds).
+		if os.Getenv("GOMEMLIMIT") == "" {
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(2**bodyBudget + 128<<20))
+		}
+		m := &ingest.Metrics{}
+		wh := &ingest.Receiver{Sink: st, Token: token, ClientCerts: *clientCA != "", AllowCN: allowCN, MaxBody: *maxBody,
+			BodyBudget: *bodyBudget, Redaction: redaction(), Metrics: m, Notice: notice}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !wh.Authenticated(r) {
+				http.Error(w, "unauthenticated", http.StatusUnauthorized)
+				return
+			}
+			metricsHandler(m, "cpid_webhook").ServeHTTP(w, r)
+			wh.WriteText(w, "cpid_webhook")
+			cl.writeMetrics(w)
+		}))
+		mux.Handle("/", wh)
+		switch {
+		case open:
+			notice(ingest.Notice{Name: *listen, Reason: "no --client-ca or --token-file: anyone who reaches this address can write audit events"})
+		case *clientCA != "" && len(allowCN) == 0:
+			notice(ingest.Notice{Name: *listen, Reason: "--client-ca without --allow-cn: any certificate that CA signed is accepted"})
+		}
+
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
+			ConnState: wh.ConnState, ErrorLog: log.New(noticeWriter(notice), "", 0)}
+		// On shutdown, reads end at once: a body still coming would otherwise
+		// hold Shutdown until --read-timeout. Only the batches read whole are
+		// still stored and answered.
+		srv.RegisterOnShutdown(wh.Drain)
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve %s: %w", *listen, err)
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitGrace)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				return fmt.Errorf("shut down: requests still in progress after %s: %w", commitGrace, err)
+			}
+			return nil
+		})
+		notice(ingest.Notice{Name: ln.Addr().String(), Reason: "listening"})
+		if *every > 0 {
+			g.Go(func() error { return reconstructEvery(ctx, st, *every, notice) })
+		}
+		err = g.Wait()
+		fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d bad, %d batches, %d requests rejected (%d busy), %d connections refused\n",
+			m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.Busy(), cl.refused.Load())
 		return err
 	}
-	defer db0.close()
-	st := db0.view(*cluster)
-
-	// The budget bounds what the bodies hold; a soft memory limit keeps
-	// the garbage their decoding leaves from doubling the heap before the
-	// GC runs (docs/SECURITY.md gives the peak RSS this bounds).
-	if os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(2**bodyBudget + 128<<20))
-	}
-	m := &ingest.Metrics{}
-	wh := &ingest.Receiver{Sink: st, Token: token, ClientCerts: *clientCA != "", AllowCN: allowCN, MaxBody: *maxBody,
-		BodyBudget: *bodyBudget, Redaction: redaction(), Metrics: m, Notice: notice}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !wh.Authenticated(r) {
-			http.Error(w, "unauthenticated", http.StatusUnauthorized)
-			return
-		}
-		metricsHandler(m, "cpid_webhook").ServeHTTP(w, r)
-		wh.WriteText(w, "cpid_webhook")
-		cl.writeMetrics(w)
-	}))
-	mux.Handle("/", wh)
-	switch {
-	case open:
-		notice(ingest.Notice{Name: *listen, Reason: "no --client-ca or --token-file: anyone who reaches this address can write audit events"})
-	case *clientCA != "" && len(allowCN) == 0:
-		notice(ingest.Notice{Name: *listen, Reason: "--client-ca without --allow-cn: any certificate that CA signed is accepted"})
-	}
-
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
-		ConnState: wh.ConnState, ErrorLog: log.New(noticeWriter(notice), "", 0)}
-	// On shutdown, reads end at once: a body still coming would otherwise
-	// hold Shutdown until --read-timeout. Only the batches read whole are
-	// still stored and answered.
-	srv.RegisterOnShutdown(wh.Drain)
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve %s: %w", *listen, err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitGrace)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			return fmt.Errorf("shut down: requests still in progress after %s: %w", commitGrace, err)
-		}
-		return nil
-	})
-	notice(ingest.Notice{Name: ln.Addr().String(), Reason: "listening"})
-	if *every > 0 {
-		g.Go(func() error { return reconstructEvery(ctx, st, *every, notice) })
-	}
-	err = g.Wait()
-	fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d bad, %d batches, %d requests rejected (%d busy), %d connections refused\n",
-		m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.Busy(), cl.refused.Load())
-	return err
 }
 
 // commitGrace is how long shutdown waits for the batches being stored

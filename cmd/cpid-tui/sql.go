@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/hex"
@@ -13,10 +14,14 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 )
 
 func init() {
-	register(command{name: "sql", summary: "run your own SQL on the database, bodies included (table, json, csv)", run: runSQL})
+	register(command{name: "sql", use: "STATEMENT...|-", group: "read", summary: "run your own SQL on the database, bodies included (table, json, yaml, csv)",
+		help: sqlHelp, formats: dataFormats, setup: setupSQL})
 }
 
 const sqlHelp = `Runs one SQL statement on the database, read-only, and prints its rows.
@@ -35,7 +40,8 @@ DELETE and DDL fail. Give the statement as arguments (joined by spaces) or
 as - to read it from standard input.
 
 Values: NULL is printed NULL in a table and CSV and null in JSON; a BLOB as
-x'hex' in a table (the first 32 bytes) and CSV, base64 in JSON. Tables show
+x'hex' in a table (the first 32 bytes; -o wide: all) and CSV, base64 in
+JSON. The columns are the statement's: no *_time columns are added. Tables show
 strings without control characters or escape sequences; --output csv writes
 them escaped, --output json exactly (docs/SECURITY.md).
 
@@ -46,64 +52,68 @@ Examples:
       where e.resource = 'deployments' and e.stage = 'ResponseComplete'"
   echo "select * from changes" | cpid-tui sql --db cpid.db --output json -`
 
-func runSQL(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "sql", "[--db cpid.db] [--output table|json|csv] STATEMENT...|-", sqlHelp)
-	var db string
-	dbFlag(fs, &db)
-	out := fs.String("output", "table", "table, json or csv")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return errUsage
-	}
-	switch *out {
-	case "table", "json", "csv":
-	default:
-		fmt.Fprintf(e.stderr, "cpid-tui sql: --output %q: give table, json or csv\n", *out)
-		return errUsage
-	}
-	query := strings.Join(pos, " ")
-	if len(pos) == 1 && pos[0] == "-" {
-		b, err := io.ReadAll(e.stdin)
-		if err != nil {
-			return fmt.Errorf("read the statement from standard input: %w", err)
+func setupSQL(c *cobra.Command, e *env) runFunc {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) == 0 {
+			return usagef("give a statement, or - to read it from standard input")
 		}
-		query = string(b)
-	}
-	if strings.TrimSpace(query) == "" {
-		fmt.Fprintln(e.stderr, "cpid-tui sql: the statement is empty")
-		return errUsage
-	}
-	db0, err := openStore(ctx, e.stderr, db, readOnly)
-	if err != nil {
+		query := strings.Join(pos, " ")
+		if len(pos) == 1 && pos[0] == "-" {
+			b, err := io.ReadAll(e.stdin)
+			if err != nil {
+				return fmt.Errorf("read the statement from standard input: %w", err)
+			}
+			query = string(b)
+		}
+		if strings.TrimSpace(query) == "" {
+			return usagef("the statement is empty")
+		}
+		db0, err := openStore(ctx, e.notices(), e.db, readOnly)
+		if err != nil {
+			return err
+		}
+		defer db0.close()
+		w := bufio.NewWriter(e.stdout)
+		defer w.Flush()
+		format := e.format(c)
+		var js bytes.Buffer
+		p := newRowPrinter(w, format, e.noHeaders)
+		if format == "yaml" {
+			p = newRowPrinter(&js, "json", false)
+		}
+		if err := db0.view("").QuerySQL(ctx, query, p.row); err != nil {
+			return err
+		}
+		if err := p.end(); err != nil || format != "yaml" {
+			return err
+		}
+		y, err := yaml.JSONToYAML(js.Bytes())
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(y)
 		return err
 	}
-	defer db0.close()
-	w := bufio.NewWriter(e.stdout)
-	defer w.Flush()
-	p := newRowPrinter(w, *out)
-	if err := db0.view("").QuerySQL(ctx, query, p.row); err != nil {
-		return err
-	}
-	return p.end()
 }
 
 // rowPrinter prints the rows of a statement as they come (a table is
 // aligned at the end).
 type rowPrinter struct {
-	w      io.Writer
-	format string
-	cols   []string
-	n      int
-	tw     *tabwriter.Writer
-	cw     *csv.Writer
+	w         io.Writer
+	format    string
+	noHeaders bool
+	cols      []string
+	n         int
+	tw        *tabwriter.Writer
+	cw        *csv.Writer
+	wide      bool // BLOBs in full
 }
 
-func newRowPrinter(w io.Writer, format string) *rowPrinter {
-	return &rowPrinter{w: w, format: format}
+func newRowPrinter(w io.Writer, format string, noHeaders bool) *rowPrinter {
+	if format == "wide" {
+		return &rowPrinter{w: w, format: "table", noHeaders: noHeaders, wide: true}
+	}
+	return &rowPrinter{w: w, format: format, noHeaders: noHeaders}
 }
 
 func (p *rowPrinter) header(cols []string) {
@@ -111,10 +121,14 @@ func (p *rowPrinter) header(cols []string) {
 	switch p.format {
 	case "table":
 		p.tw = newTable(p.w)
-		tableRow(p.tw, cols)
+		if !p.noHeaders {
+			tableRow(p.tw, cols)
+		}
 	case "csv":
 		p.cw = csv.NewWriter(p.w)
-		p.cw.Write(cols)
+		if !p.noHeaders {
+			p.cw.Write(cols)
+		}
 	case "json":
 		io.WriteString(p.w, "[")
 	}
@@ -128,8 +142,12 @@ func (p *rowPrinter) row(cols []string, vals []any) error {
 	switch p.format {
 	case "table":
 		cells := make([]string, len(vals))
+		limit := 32
+		if p.wide {
+			limit = -1
+		}
 		for i, v := range vals {
-			cells[i] = sqlText(v, 32)
+			cells[i] = sqlText(v, limit)
 		}
 		tableRow(p.tw, cells)
 	case "csv":

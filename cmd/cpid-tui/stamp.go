@@ -12,16 +12,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cpid-dev/cpid/instrument"
 	"sigs.k8s.io/yaml"
 )
 
 func init() {
-	register(command{name: "stamp", summary: "give each object of a manifest a root CPID, for kubectl apply", run: runStamp})
+	register(command{name: "stamp", use: "-f FILE|- [--log FILE] [--service NAME] [--merge [--max-ancestors N]] [--traceparent TP]", group: "other",
+		summary: "give each object of a manifest a root CPID, for kubectl apply", help: stampHelp, setup: setupStamp})
 }
 
-func runStamp(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "stamp", "-f FILE|- [--log FILE] [--service NAME] [--merge [--max-ancestors N]] [--traceparent TP]", strings.TrimSpace(`
+const stampHelp = `
 Reads manifests (YAML or JSON, several documents, v1 List objects too), gives
 each object a fresh root CPID in its v1.cpid.dev/cpid annotation (removing any
 stale v1.cpid.dev/ancestors), prints the manifests to standard output and
@@ -51,135 +53,134 @@ change that wrote the object before.
 
 YAML comes out as YAML (comments are not kept, keys are sorted), JSON as JSON.
 If any document is bad, each bad one is reported with its number and line,
-and nothing is written.`))
-	file := fs.String("f", "", "manifest file, or - for standard input")
+and nothing is written. -q leaves out the CPID lines.`
+
+func setupStamp(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
+	file := fs.StringP("filename", "f", "", "manifest file, or - for standard input")
 	logPath := fs.String("log", "", "append the root mergelogs to this file (JSON lines, created if missing)")
 	service := fs.String("service", "cpid-tui", "service name written in the mergelogs")
 	merge := fs.Bool("merge", false, "merge the fresh root with the context the object already carries")
 	maxAnc := fs.Int("max-ancestors", instrument.DefaultMaxAncestors, "with --merge: N, the most ancestor CPIDs kept")
 	traceFlag := fs.String("traceparent", "", "W3C traceparent of the client's span to write in "+instrument.KeyTraceparent+" (default $TRACEPARENT)")
-	rest, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if *file == "" || len(rest) > 0 {
-		fmt.Fprintln(e.stderr, "cpid-tui stamp: want -f FILE or -f -, and no other argument")
-		fs.Usage()
-		return errUsage
-	}
-	trace, err := stampTrace(*traceFlag)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "cpid-tui stamp: %v\n", err)
-		return errUsage
-	}
-
-	var data []byte
-	if *file == "-" {
-		data, err = io.ReadAll(e.stdin)
-	} else {
-		data, err = os.ReadFile(*file)
-	}
-	if err != nil {
-		return fmt.Errorf("read manifests: %w", err)
-	}
-	name := *file
-	if name == "-" {
-		name = "<stdin>"
-	}
-	docs, isJSON, bad := parseManifests(data)
-	if len(bad) > 0 {
-		for _, b := range bad {
-			fmt.Fprintf(e.stderr, "cpid-tui stamp: %s: %v\n", name, b)
+	c.MarkFlagFilename("filename", "yaml", "yml", "json")
+	return func(ctx context.Context, rest []string) error {
+		if *file == "" || len(rest) > 0 {
+			return usagef("want -f FILE or -f -, and no other argument")
 		}
-		return fmt.Errorf("%s: %d bad document(s), nothing written", name, len(bad))
-	}
-
-	var objects []map[string]any
-	for _, d := range docs {
-		objects = append(objects, d.objects()...)
-	}
-	if len(objects) == 0 {
-		return fmt.Errorf("%s: no object to stamp", name)
-	}
-	var out *instrument.Emitter
-	if *logPath != "" {
-		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		trace, err := stampTrace(*traceFlag)
 		if err != nil {
-			return fmt.Errorf("open mergelog file: %w", err)
+			return usagef("%v", err)
 		}
-		defer f.Close()
-		out = instrument.NewEmitter(f, 2*len(objects)+1)
-	}
-	tracer := instrument.New(*service, out, instrument.WithMaxAncestors(*maxAnc))
-	for _, obj := range objects {
-		meta, _ := obj["metadata"].(map[string]any)
-		ref := instrument.ObjectRef{
-			APIVersion: stampStr(obj, "apiVersion"), Kind: stampStr(obj, "kind"),
-			Namespace: stampStr(meta, "namespace"), Name: stampStr(meta, "name"),
+
+		var data []byte
+		if *file == "-" {
+			data, err = io.ReadAll(e.stdin)
+		} else {
+			data, err = os.ReadFile(*file)
 		}
-		c := tracer.Root(ref)
-		ann, _ := meta["annotations"].(map[string]any)
-		if ann == nil {
-			ann = map[string]any{}
-			meta["annotations"] = ann
+		if err != nil {
+			return fmt.Errorf("read manifests: %w", err)
 		}
-		if *merge {
-			prev, _ := ann[instrument.KeyCPID].(string)
-			anc, _ := ann[instrument.KeyAncestors].(string)
-			if old, err := instrument.Parse(prev, anc); err == nil && !old.IsZero() {
-				c = tracer.Merge(ref, c, old)
+		name := *file
+		if name == "-" {
+			name = "<stdin>"
+		}
+		docs, isJSON, bad := parseManifests(data)
+		if len(bad) > 0 {
+			for _, b := range bad {
+				fmt.Fprintf(e.stderr, "%s stamp: %s: %v\n", e.prog, name, b)
 			}
-		}
-		cpid, ancestors := c.Format()
-		ann[instrument.KeyCPID] = cpid
-		if ancestors != "" {
-			ann[instrument.KeyAncestors] = ancestors
-		} else {
-			delete(ann, instrument.KeyAncestors)
-		}
-		if !trace.IsZero() {
-			ann[instrument.KeyTraceparent] = trace.String()
-		} else {
-			// The span that wrote the object last is not this change's
-			// parent: a stale trace context goes as stale ancestors do.
-			delete(ann, instrument.KeyTraceparent)
+			return fmt.Errorf("%s: %d bad document(s), nothing written", name, len(bad))
 		}
 
-		where := ref.Name
-		if where == "" {
-			where = stampStr(meta, "generateName") + "*"
+		var objects []map[string]any
+		for _, d := range docs {
+			objects = append(objects, d.objects()...)
 		}
-		if ref.Namespace != "" {
-			where = ref.Namespace + "/" + where
+		if len(objects) == 0 {
+			return fmt.Errorf("%s: no object to stamp", name)
 		}
-		fmt.Fprintf(e.stderr, "%s\t%s %s\n", cpid, ref.Kind, where)
-	}
-	if err := out.Flush(); err != nil {
-		return fmt.Errorf("append mergelogs to %s: %w", *logPath, err)
-	}
+		var out *instrument.Emitter
+		if *logPath != "" {
+			f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err != nil {
+				return fmt.Errorf("open mergelog file: %w", err)
+			}
+			defer f.Close()
+			out = instrument.NewEmitter(f, 2*len(objects)+1)
+		}
+		tracer := instrument.New(*service, out, instrument.WithMaxAncestors(*maxAnc))
+		for _, obj := range objects {
+			meta, _ := obj["metadata"].(map[string]any)
+			ref := instrument.ObjectRef{
+				APIVersion: stampStr(obj, "apiVersion"), Kind: stampStr(obj, "kind"),
+				Namespace: stampStr(meta, "namespace"), Name: stampStr(meta, "name"),
+			}
+			c := tracer.Root(ref)
+			ann, _ := meta["annotations"].(map[string]any)
+			if ann == nil {
+				ann = map[string]any{}
+				meta["annotations"] = ann
+			}
+			if *merge {
+				prev, _ := ann[instrument.KeyCPID].(string)
+				anc, _ := ann[instrument.KeyAncestors].(string)
+				if old, err := instrument.Parse(prev, anc); err == nil && !old.IsZero() {
+					c = tracer.Merge(ref, c, old)
+				}
+			}
+			cpid, ancestors := c.Format()
+			ann[instrument.KeyCPID] = cpid
+			if ancestors != "" {
+				ann[instrument.KeyAncestors] = ancestors
+			} else {
+				delete(ann, instrument.KeyAncestors)
+			}
+			if !trace.IsZero() {
+				ann[instrument.KeyTraceparent] = trace.String()
+			} else {
+				// The span that wrote the object last is not this change's
+				// parent: a stale trace context goes as stale ancestors do.
+				delete(ann, instrument.KeyTraceparent)
+			}
 
-	var buf bytes.Buffer
-	for i, d := range docs {
-		if isJSON {
-			b, err := json.MarshalIndent(d.obj, "", "  ")
+			where := ref.Name
+			if where == "" {
+				where = stampStr(meta, "generateName") + "*"
+			}
+			if ref.Namespace != "" {
+				where = ref.Namespace + "/" + where
+			}
+			fmt.Fprintf(e.notices(), "%s\t%s %s\n", cpid, ref.Kind, where)
+		}
+		if err := out.Flush(); err != nil {
+			return fmt.Errorf("append mergelogs to %s: %w", *logPath, err)
+		}
+
+		var buf bytes.Buffer
+		for i, d := range docs {
+			if isJSON {
+				b, err := json.MarshalIndent(d.obj, "", "  ")
+				if err != nil {
+					return fmt.Errorf("document %d: %w", d.index, err)
+				}
+				buf.Write(b)
+				buf.WriteByte('\n')
+				continue
+			}
+			b, err := yaml.Marshal(d.obj)
 			if err != nil {
 				return fmt.Errorf("document %d: %w", d.index, err)
 			}
+			if i > 0 {
+				buf.WriteString("---\n")
+			}
 			buf.Write(b)
-			buf.WriteByte('\n')
-			continue
 		}
-		b, err := yaml.Marshal(d.obj)
-		if err != nil {
-			return fmt.Errorf("document %d: %w", d.index, err)
-		}
-		if i > 0 {
-			buf.WriteString("---\n")
-		}
-		buf.Write(b)
+		_, err = e.stdout.Write(buf.Bytes())
+		return err
 	}
-	_, err = e.stdout.Write(buf.Bytes())
-	return err
 }
 
 // stampTrace returns the traceparent stamp writes: flag's, else the

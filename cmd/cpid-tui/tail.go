@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/export"
@@ -22,7 +23,8 @@ import (
 )
 
 func init() {
-	register(command{name: "tail", summary: "follow live audit and controller logs into the database (rotation-safe, resumable)", run: runTail})
+	register(command{name: "tail", use: "--audit-log PATH [--controller-log PATH_OR_GLOB]... | --status", group: "live",
+		summary: "follow live audit and controller logs into the database (rotation-safe, resumable)", help: tailHelp, formats: dataFormats, setup: setupTail})
 }
 
 // paths is a repeatable flag.
@@ -30,6 +32,7 @@ type paths []string
 
 func (p *paths) String() string     { return strings.Join(*p, ",") }
 func (p *paths) Set(v string) error { *p = append(*p, v); return nil }
+func (p *paths) Type() string       { return "strings" }
 
 // tailSink is what the tailer writes to: the store (a test seam, so that
 // a test can make the real store report a full disk).
@@ -38,8 +41,7 @@ var tailSink = func(st store) cpid.RecordWriter { return st }
 // tailRetryEvery is how often a full store is tried again.
 var tailRetryEvery = 5 * time.Second
 
-func runTail(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "tail", "[--db cpid.db] --audit-log PATH [--controller-log PATH_OR_GLOB]... | --status", strings.TrimSpace(`
+const tailHelp = `
 Follows a live kube-apiserver audit log and controller JSON logs and stores
 every complete line once, as 'cpid-tui ingest' would, while they are written.
 
@@ -69,153 +71,150 @@ SIGTERM it brings the tables up to date and pushes what is left
 --status prints, from the database, where each followed log stands and its
 counters (lines, records, duplicates, bad lines, possible losses, the lag of
 the last commit); --metrics serves the live counters and the lag histogram
-in the Prometheus text format. See docs/LIVE.md.
+in the Prometheus text format (-o: the format of --status). See
+docs/LIVE.md.
 
 Examples:
   cpid-tui tail --db cpid.db --audit-log /var/log/kubernetes/audit/audit.log \
     --controller-log '/var/log/pods/kube-system_kube-controller-manager-*/*/*.log'
-  cpid-tui tail --db cpid.db --status`))
-	var db string
-	dbFlag(fs, &db)
+  cpid-tui tail --db cpid.db --status`
+
+func setupTail(c *cobra.Command, e *env) runFunc {
+	fs := c.Flags()
 	var audit, controller paths
 	fs.Var(&audit, "audit-log", "live audit log file (kube-apiserver --audit-log-path) or glob; repeatable")
 	fs.Var(&controller, "controller-log", "live controller log file or glob (klog JSON or text, zap/logr or slog JSON; CRI-wrapped or not); repeatable")
 	status := fs.Bool("status", false, "print where each followed log stands and its counters, then exit")
-	out := fs.String("output", "table", "--status output: table, json or csv")
 	poll := fs.Duration("poll", time.Second, "check every log this often, whatever fsnotify reports")
 	batch := fs.Int("batch", 5000, "most records per transaction")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	metrics := fs.String("metrics", "", "serve /metrics (Prometheus text) on this address, e.g. 127.0.0.1:9464")
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
 	redaction := redactFlag(fs)
-	cluster := clusterFlag(fs, defaultCluster)
 	newPusher := otlpFlags(fs)
 	settle := fs.Duration("otlp-settle", 30*time.Second, "--otlp-endpoint: push a change once its last write is this much older than the settled data")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	pusher, err := newPusher(e)
-	switch {
-	case err != nil:
-		fmt.Fprintln(e.stderr, "cpid-tui tail:", err)
-		return errUsage
-	case pusher != nil && (*every <= 0 || *status):
-		fmt.Fprintln(e.stderr, "cpid-tui tail: --otlp-endpoint pushes what reconstruct derives: it needs --reconstruct-every above 0, and no --status")
-		return errUsage
-	}
-	if fs.NArg() > 0 || (!*status && len(audit)+len(controller) == 0) {
-		if fs.NArg() == 0 {
-			fmt.Fprintln(e.stderr, "cpid-tui tail: give --audit-log or --controller-log (or --status)")
+	return func(ctx context.Context, args []string) error {
+		db, cluster := e.db, e.writeCluster()
+		pusher, err := newPusher(e)
+		switch {
+		case err != nil:
+			return usagef("%v", err)
+		case pusher != nil && (*every <= 0 || *status):
+			return usagef("--otlp-endpoint pushes what reconstruct derives: it needs --reconstruct-every above 0, and no --status")
+		case len(args) > 0:
+			return usagef("unexpected arguments %q", args)
+		case !*status && len(audit)+len(controller) == 0:
+			return usagef("give --audit-log or --controller-log (or --status)")
+		case !*status && e.output != "":
+			return usagef("-o is the format of --status")
 		}
-		fs.Usage()
-		return errUsage
-	}
-	mode := readWrite
-	if *status {
-		mode = readOnly
-	}
-	db0, err := openStore(ctx, e.stderr, db, mode)
-	if err != nil {
-		return err
-	}
-	defer db0.close()
-	st := db0.view(*cluster)
-	if *status {
-		return tailStatus(ctx, e.stdout, st, *out)
-	}
-	srcs, err := st.TailSources(ctx)
-	if err != nil {
-		return err
-	}
-	resume := make([]cpid.Checkpoint, len(srcs))
-	for i, s := range srcs {
-		resume[i] = s.Checkpoint
-	}
-	m := &ingest.Metrics{}
-	var mu sync.Mutex // notices come from the tailer and the reconstruct loop
-	t := &ingest.Tailer{
-		Sink:       tailSink(st),
-		Full:       db0.full,
-		RetryEvery: tailRetryEvery,
-		Paths:      append(audit, controller...),
-		Resume:     resume,
-		Limits:     ingest.Limits{MaxLine: *maxLine},
-		Redaction:  redaction(),
-		Poll:       *poll,
-		Metrics:    m,
-		Notice: func(n ingest.Notice) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(n.String()))
-		},
-		BatchSize: *batch,
-	}
-	var stream *export.Stream
-	if pusher != nil {
-		pusher.Retried = func(attempt int, wait time.Duration, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(e.stderr, "tail: otlp: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
+		mode := readWrite
+		if *status {
+			mode = readOnly
 		}
-		stream = &export.Stream{Pusher: pusher, Settle: *settle}
-	}
-	// push sends what settled after a run; a failure is said, and what
-	// was not sent is sent after the next run.
-	push := func(ctx context.Context, final bool) {
-		n, err := stream.Push(ctx, st, final)
-		mu.Lock()
-		defer mu.Unlock()
+		db0, err := openStore(ctx, e.stderr, db, mode)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(err.Error()))
-		} else if n.Rejected > 0 {
-			fmt.Fprintf(e.stderr, "tail: otlp: the receiver rejected %d spans: %s\n", n.Rejected, tui.Printable(n.Message))
+			return err
 		}
-	}
-	if *every > 0 {
-		t.ReconstructEvery = *every
-		t.Reconstruct = func(ctx context.Context) error {
-			_, err := reconstruct.Run(ctx, st, runOptions(false, reconstruct.LiveStepRows))
-			if err == nil && stream != nil {
-				// A push under way when the tailer stops is given 10 s
-				// to finish: cut short, the receiver may have the
-				// spans that the last push then sends again.
-				pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-				defer cancel()
-				defer context.AfterFunc(ctx, func() { time.AfterFunc(10*time.Second, cancel) })()
-				push(pctx, false)
+		defer db0.close()
+		st := db0.view(*cluster)
+		if *status {
+			return tailStatus(ctx, e, c, st)
+		}
+		srcs, err := st.TailSources(ctx)
+		if err != nil {
+			return err
+		}
+		resume := make([]cpid.Checkpoint, len(srcs))
+		for i, s := range srcs {
+			resume[i] = s.Checkpoint
+		}
+		m := &ingest.Metrics{}
+		var mu sync.Mutex // notices come from the tailer and the reconstruct loop
+		t := &ingest.Tailer{
+			Sink:       tailSink(st),
+			Full:       db0.full,
+			RetryEvery: tailRetryEvery,
+			Paths:      append(audit, controller...),
+			Resume:     resume,
+			Limits:     ingest.Limits{MaxLine: *maxLine},
+			Redaction:  redaction(),
+			Poll:       *poll,
+			Metrics:    m,
+			Notice: func(n ingest.Notice) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(n.String()))
+			},
+			BatchSize: *batch,
+		}
+		var stream *export.Stream
+		if pusher != nil {
+			pusher.Retried = func(attempt int, wait time.Duration, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(e.stderr, "tail: otlp: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
 			}
-			return err
+			stream = &export.Stream{Pusher: pusher, Settle: *settle}
 		}
-	}
-	g, ctx := errgroup.WithContext(ctx)
-	if *metrics != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metricsHandler(m, "cpid_tail"))
-		if err := serveUntil(ctx, g, *metrics, mux, nil); err != nil {
-			return err
+		// push sends what settled after a run; a failure is said, and what
+		// was not sent is sent after the next run.
+		push := func(ctx context.Context, final bool) {
+			n, err := stream.Push(ctx, st, final)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(err.Error()))
+			} else if n.Rejected > 0 {
+				fmt.Fprintf(e.stderr, "tail: otlp: the receiver rejected %d spans: %s\n", n.Rejected, tui.Printable(n.Message))
+			}
 		}
-	}
-	mu.Lock()
-	fmt.Fprintf(e.stderr, "tail: following %s into %s\n", strings.Join(t.Paths, " "), db)
-	mu.Unlock()
-	g.Go(func() error { return t.Run(ctx) })
-	err = g.Wait()
-	if stream != nil && err == nil {
-		// What was read last is derived and pushed before exiting.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		if _, rerr := reconstruct.Run(fctx, st, runOptions(false, reconstruct.LiveStepRows)); rerr != nil {
-			fmt.Fprintf(e.stderr, "tail: reconstruct: %s\n", tui.Printable(rerr.Error()))
+		if *every > 0 {
+			t.ReconstructEvery = *every
+			t.Reconstruct = func(ctx context.Context) error {
+				_, err := reconstruct.Run(ctx, st, runOptions(false, reconstruct.LiveStepRows))
+				if err == nil && stream != nil {
+					// A push under way when the tailer stops is given 10 s
+					// to finish: cut short, the receiver may have the
+					// spans that the last push then sends again.
+					pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+					defer cancel()
+					defer context.AfterFunc(ctx, func() { time.AfterFunc(10*time.Second, cancel) })()
+					push(pctx, false)
+				}
+				return err
+			}
 		}
-		push(fctx, true)
-		cancel()
+		g, ctx := errgroup.WithContext(ctx)
+		if *metrics != "" {
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", metricsHandler(m, "cpid_tail"))
+			if err := serveUntil(ctx, g, *metrics, mux, nil); err != nil {
+				return err
+			}
+		}
+		mu.Lock()
+		fmt.Fprintf(e.stderr, "tail: following %s into %s\n", strings.Join(t.Paths, " "), db)
+		mu.Unlock()
+		g.Go(func() error { return t.Run(ctx) })
+		err = g.Wait()
+		if stream != nil && err == nil {
+			// What was read last is derived and pushed before exiting.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			if _, rerr := reconstruct.Run(fctx, st, runOptions(false, reconstruct.LiveStepRows)); rerr != nil {
+				fmt.Fprintf(e.stderr, "tail: reconstruct: %s\n", tui.Printable(rerr.Error()))
+			}
+			push(fctx, true)
+			cancel()
+		}
+		fmt.Fprintf(e.stderr, "tail: stopped: %d lines read, %d audit events and %d log records stored, %d duplicates, %d bad lines, %d possible losses\n",
+			m.Lines.Load(), m.Audits.Load(), m.Logs.Load(), m.Dups.Load(), m.Bad.Load(), m.PossibleLoss.Load())
+		return err
 	}
-	fmt.Fprintf(e.stderr, "tail: stopped: %d lines read, %d audit events and %d log records stored, %d duplicates, %d bad lines, %d possible losses\n",
-		m.Lines.Load(), m.Audits.Load(), m.Logs.Load(), m.Dups.Load(), m.Bad.Load(), m.PossibleLoss.Load())
-	return err
 }
 
 // tailStatus prints the tail_checkpoints table.
-func tailStatus(ctx context.Context, w io.Writer, st cpid.ChangeReader, format string) error {
+func tailStatus(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReader) error {
 	srcs, err := st.TailSources(ctx)
 	if err != nil {
 		return err
@@ -252,7 +251,8 @@ func tailStatus(ctx context.Context, w io.Writer, st cpid.ChangeReader, format s
 	if rows == nil {
 		rows = []row{}
 	}
-	return output(w, format, []string{"SOURCE", "AT", "LINES", "RECORDS", "DUPS", "BAD", "POSSIBLE_LOSS", "COMMITTED", "LAG"}, cells, rows)
+	return e.print(c, listing{head: []string{"SOURCE", "AT", "LINES", "RECORDS", "DUPS", "BAD", "POSSIBLE_LOSS", "COMMITTED", "LAG"},
+		rows: cells, elide: []int{0, 1}, data: rows})
 }
 
 // metricsHandler serves m in the Prometheus text format.
