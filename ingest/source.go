@@ -242,6 +242,12 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, mod time.Ti
 	s := Stream{Name: name, R: br, ModTime: mod, Component: Component(name)}
 	if name == "-" {
 		s.Component = w.Component
+		// The stream's name is the log's identity in the store (files.path):
+		// "-" for every program piped in would make one log of them all,
+		// and a leader's handover between two of them unseen.
+		if w.Component != "" {
+			s.Name = StdinName(w.Component)
+		}
 	}
 	if gz > 0 {
 		// Binary content is found line by line (a NUL byte makes a bad
@@ -453,6 +459,10 @@ var (
 	// OpenShift must-gather: .../pods/POD/CONTAINER/CONTAINER/logs/current.log
 	mustGatherLogRe = regexp.MustCompile(`^(current|previous)(\.insecure)?\.log$`)
 )
+
+// StdinName is the name standard input is stored under when the program
+// that wrote it is given (cpid-tui ingest --component): stdin:PROGRAM.
+func StdinName(component string) string { return "stdin:" + component }
 
 // Component names the program that wrote the log at name, from the path
 // alone: the container of a kubelet container log (/var/log/pods/NS_POD_UID/

@@ -598,3 +598,74 @@ func TestKrewManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestStdinComponent: two controller logs piped in one after the other,
+// each named by --component, stay two logs: the leader handover between
+// the kube-controller-managers of leader-change-metadata (only their logs
+// say it) is found as from the files. Both were stored as "-", one log,
+// and the leader gap was lost.
+func TestStdinComponent(t *testing.T) {
+	b := "../../fixtures/leader-change-metadata/bundle"
+	leaderGaps := func(db string) int {
+		t.Helper()
+		if code, _, e := runCmd(t, nil, "reconstruct", "-q", "--db", db); code != 0 {
+			t.Fatalf("reconstruct: %s", e)
+		}
+		code, js, e := runCmd(t, nil, "query", "changes", "--db", db, "-o", "json", "--limit", "0")
+		var cs []struct {
+			ByReason map[string]int64 `json:"time_by_reason_ns"`
+		}
+		if code != 0 || json.Unmarshal([]byte(js), &cs) != nil {
+			t.Fatalf("query changes: %d %s", code, e)
+		}
+		n := 0
+		for _, c := range cs {
+			if c.ByReason["leader-gap"] > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	dir := t.TempDir()
+	files := filepath.Join(dir, "files.db")
+	if code, _, e := runCmd(t, nil, "ingest", "-q", "--db", files, b); code != 0 {
+		t.Fatal(e)
+	}
+	piped := filepath.Join(dir, "piped.db")
+	if code, _, e := runCmd(t, nil, "ingest", "-q", "--db", piped, b+"/audit", b+"/logs/kube-apiserver.log", b+"/logs/kube-scheduler.log",
+		b+"/logs/kwok.log"); code != 0 {
+		t.Fatal(e)
+	}
+	for _, c := range []string{"kube-controller-manager", "kube-controller-manager-2"} {
+		f, err := os.Open(filepath.Join(b, "logs", c+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _, e := runCmd(t, f, "ingest", "-q", "--db", piped, "--component", c, "-")
+		f.Close()
+		if code != 0 {
+			t.Fatal(e)
+		}
+	}
+	want := leaderGaps(files)
+	if want == 0 {
+		t.Fatal("the fixture's leader gap is not found from its files")
+	}
+	if got := leaderGaps(piped); got != want {
+		t.Errorf("changes with a leader gap: %d from standard input, %d from the files", got, want)
+	}
+	var paths []string
+	rows, err := openDB(t, piped).Query(`SELECT path FROM files WHERE path LIKE 'stdin:%' ORDER BY path`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var p string
+		rows.Scan(&p)
+		paths = append(paths, p)
+	}
+	rows.Close()
+	if !slices.Equal(paths, []string{"stdin:kube-controller-manager", "stdin:kube-controller-manager-2"}) {
+		t.Errorf("standard input stored as %v", paths)
+	}
+}

@@ -78,7 +78,8 @@ should go on. -q prints nothing but the bad lines and errors.
 klog text lines do not name their program: their records are attributed to
 the container or file name of their log (kube-controller-manager.log,
 /var/log/pods/.../kube-scheduler/0.log), or to --component for standard
-input. Their year, which klog does not write, is inferred from the time of
+input, which is then stored as the input stdin:COMPONENT, so that logs of
+two programs piped in one after the other stay two logs. Their year, which klog does not write, is inferred from the time of
 their CRI or --timestamps wrapper, klog's file header, or the file's
 modification time (docs/INPUTS.md).
 
