@@ -172,6 +172,11 @@ func (c *changeScreen) update(msg tea.Msg) tea.Cmd {
 			return c.show(paneRevisions)
 		case key.Matches(msg, k.History) && c.loaded && c.err == nil:
 			return c.history()
+		case key.Matches(msg, k.Slowest, k.NextCritical, k.PrevCritical) && c.loaded && c.err == nil:
+			// The jumps are the timeline's: shown there.
+			cmd := c.show(paneTimeline)
+			c.tl.update(msg)
+			return cmd
 		}
 		if !c.loaded || c.err != nil {
 			return nil
@@ -270,27 +275,8 @@ func (c *changeScreen) view(w, h int) string {
 			tabs = append(tabs, s.tab.Render(label))
 		}
 	}
-	summary := ""
-	if c.haveRow {
-		r := c.row
-		summary = fmt.Sprintf("%d writes · %d objects · settled %s ", r.Writes, r.Objects, dur(r.SettledNS-r.StartedNS))
-		if r.Trigger != "" && r.Trigger != cpid.TriggerUser {
-			summary = string(r.Trigger) + " · " + summary
-		}
-		if c.anomalies > 0 {
-			n := "1 anomaly"
-			if c.anomalies > 1 {
-				n = fmt.Sprintf("%d anomalies", c.anomalies)
-			}
-			summary = n + " · " + summary
-		}
-	}
-	head := " " + strings.Join(tabs, " ")
-	if lipgloss.Width(head)+lipgloss.Width(summary)+1 <= w {
-		head = spread(head, s.dim.Render(summary), w)
-	} else {
-		head = fit(head, w)
-	}
+	summary := c.summary(w - lipgloss.Width(" "+strings.Join(tabs, " ")) - 1)
+	head := spread(" "+strings.Join(tabs, " "), s.dim.Render(summary), w)
 	var body string
 	switch {
 	case c.err != nil:
@@ -303,6 +289,57 @@ func (c *changeScreen) view(w, h int) string {
 	return head + "\n" + body
 }
 
+// summary says what the change did and what to beware of, in at most w
+// cells: its warnings first (anomalies, provisional writes, causes found
+// by time alone, what started it when not a user), then its counts, as
+// many parts as fit.
+func (c *changeScreen) summary(w int) string {
+	if !c.haveRow {
+		return ""
+	}
+	r := c.row
+	failed, heuristic := 0, 0
+	for _, e := range c.tl.all {
+		if e.Attempt {
+			failed++
+		}
+		if e.Confidence == cpid.ConfidenceHeuristic {
+			heuristic++
+		}
+	}
+	type part struct {
+		text string
+		keep int // higher stays longer
+	}
+	parts := []part{}
+	if c.anomalies > 0 {
+		parts = append(parts, part{"! " + count(c.anomalies, "anomaly", "anomalies"), 5})
+	}
+	if v := c.a.version; v.CutoffNS != 0 && r.SettledNS > v.CutoffNS {
+		parts = append(parts, part{"provisional", 4})
+	}
+	if heuristic > 0 {
+		parts = append(parts, part{fmt.Sprintf("? %d by time alone", heuristic), 3})
+	}
+	if r.Trigger != "" && r.Trigger != cpid.TriggerUser {
+		parts = append(parts, part{string(r.Trigger), 2})
+	}
+	parts = append(parts, part{writes(r.Writes, failed), 6}, part{plural(r.Objects, "object"), 0},
+		part{"settled " + dur(r.SettledNS-r.StartedNS), 1})
+	for keep := 0; ; keep++ {
+		var kept []string
+		for _, p := range parts {
+			if p.keep >= keep {
+				kept = append(kept, p.text)
+			}
+		}
+		s := strings.Join(kept, " · ") + " "
+		if lipgloss.Width(s) <= w || len(kept) <= 1 {
+			return s
+		}
+	}
+}
+
 func (c *changeScreen) status() string {
 	if !c.loaded || c.err != nil {
 		return "change " + c.id
@@ -312,7 +349,8 @@ func (c *changeScreen) status() string {
 
 func (c *changeScreen) help() []key.Binding {
 	k := &c.a.keys
-	return append([]key.Binding{k.Tab, k.BackTab, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.History}, c.pane().help()...)
+	return append([]key.Binding{k.Tab, k.BackTab, k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.History, k.Slowest, k.NextCritical, k.PrevCritical},
+		c.pane().help()...)
 }
 
 func (c *changeScreen) hints() []key.Binding {

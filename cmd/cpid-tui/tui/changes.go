@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -42,6 +44,10 @@ type changesScreen struct {
 	seq    int // the latest load request; older results are dropped
 	loaded bool
 	err    error
+	// anomalies counts what reconstruct flagged, by change.
+	anomalies map[string]int
+	// marked is the change space marked, to compare with another (d).
+	marked cpid.ChangeRow
 }
 
 type changesLoaded struct {
@@ -53,10 +59,27 @@ type changesLoaded struct {
 	byCPID bool
 	keepID string
 	keepAt int
+	anoms  map[string]int
 	err    error
 }
 
 func (m changesLoaded) target() screen { return m.to }
+
+// anomalyCounts counts the anomalies of every change of the view: few,
+// read with each page so that the list can mark the changes that have any.
+func anomalyCounts(ctx context.Context, st cpid.ChangeReader) (map[string]int, error) {
+	as, err := st.Anomalies(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	n := map[string]int{}
+	for _, a := range as {
+		if a.Change != "" {
+			n[a.Change]++
+		}
+	}
+	return n, nil
+}
 
 func newChanges(a *app) *changesScreen {
 	return &changesScreen{a: a, title: "changes", sort: "time"}
@@ -90,13 +113,24 @@ func (c *changesScreen) fetch(at int, keepID string) tea.Cmd {
 	c.seq++
 	if c.fixed {
 		c.applyFixed()
-		return nil
+		if c.anomalies != nil {
+			return nil
+		}
+		seq, st, ctx := c.seq, c.a.st, c.a.ctx
+		return func() tea.Msg {
+			msg := changesLoaded{to: c, seq: seq, keepID: keepID, keepAt: at, total: c.total, rows: c.rows}
+			msg.anoms, msg.err = anomalyCounts(ctx, st)
+			return msg
+		}
 	}
 	seq, sort, filter := c.seq, c.sort, c.filter
 	base := max(0, at-pageSize/4)
 	st, ctx := c.a.st, c.a.ctx
 	return func() tea.Msg {
 		msg := changesLoaded{to: c, seq: seq, base: base, keepID: keepID, keepAt: at}
+		if msg.anoms, msg.err = anomalyCounts(ctx, st); msg.err != nil {
+			return msg
+		}
 		if uuidRE.MatchString(filter) {
 			ids, err := st.ChangesCarrying(ctx, []string{strings.ToLower(filter)})
 			if err == nil && len(ids) > 0 {
@@ -140,6 +174,7 @@ func (c *changesScreen) update(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return nil
 		}
+		c.anomalies = msg.anoms
 		c.total, c.base, c.rows, c.byCPID = msg.total, msg.base, msg.rows, msg.byCPID
 		c.cursor = clamp(msg.keepAt, c.total)
 		for i, r := range c.rows {
@@ -182,15 +217,39 @@ func (c *changesScreen) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		c.cursor, c.top = 0, 0
 		return c.fetch(0, "")
-	case key.Matches(msg, k.Open, k.Right):
+	case key.Matches(msg, k.Open, k.Right, k.Slowest):
 		if r, ok := c.selected(); ok {
 			s := newChange(c.a, r.ID)
 			s.row, s.haveRow = r, true
+			if key.Matches(msg, k.Slowest) {
+				s.tab, s.tl.slowest = paneTimeline, true
+			}
 			return push(s)
+		}
+	case key.Matches(msg, k.Mark):
+		if r, ok := c.selected(); ok {
+			if c.marked.ID == r.ID {
+				c.marked = cpid.ChangeRow{}
+			} else {
+				c.marked = r
+			}
+		}
+	case key.Matches(msg, k.Compare):
+		r, ok := c.selected()
+		switch {
+		case !ok:
+		case c.marked.ID == "":
+			return notice("space marks a change; d then compares it with the one under the cursor")
+		case c.marked.ID == r.ID:
+			return notice("the marked change is under the cursor: move to another to compare them")
+		default:
+			return push(newCompare(c.a, c.marked.ID, r.ID))
 		}
 	}
 	return nil
 }
+
+func notice(s string) tea.Cmd { return func() tea.Msg { return noticeMsg(s) } }
 
 // move puts the cursor at i, reading another page when i leaves this one.
 func (c *changesScreen) move(i int) tea.Cmd {
@@ -214,23 +273,27 @@ func (c *changesScreen) setFilter(f string) tea.Cmd {
 
 func (c *changesScreen) status() string {
 	if r, ok := c.selected(); ok {
-		return fmt.Sprintf("change %d/%d  %s  %s %s", c.cursor+1, c.total, short(r.ID), withSub(r.Verb, r.Subresource),
+		s := fmt.Sprintf("change %d/%d  %s  %s %s", c.cursor+1, c.total, short(r.ID), withSub(r.Verb, r.Subresource),
 			object(r.Kind, r.Namespace, r.Name))
+		if c.marked.ID != "" && c.marked.ID != r.ID {
+			s = fmt.Sprintf("d compares %s with %s · ", short(c.marked.ID), short(r.ID)) + s
+		}
+		return s
 	}
-	return fmt.Sprintf("%d changes", c.total)
+	return plural(c.total, "change")
 }
 
 func (c *changesScreen) help() []key.Binding {
 	k := &c.a.keys
-	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open, k.Sort}
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open, k.Slowest, k.Sort, k.Mark, k.Compare}
 }
 
 func (c *changesScreen) hints() []key.Binding {
 	k := &c.a.keys
 	if c.fixed {
-		return []key.Binding{k.Open}
+		return []key.Binding{k.Open, k.Slowest, k.Mark, k.Compare}
 	}
-	return []key.Binding{k.Open, k.Sort}
+	return []key.Binding{k.Open, k.Sort, k.Slowest, k.Mark, k.Compare}
 }
 
 // column is one column of the changes table.
@@ -239,7 +302,9 @@ type column struct {
 	width int // 0: shares what is left
 	right bool
 	drop  int // dropped first when narrow: higher drops earlier
-	cell  func(r cpid.ChangeRow) string
+	// object: the cell is an object, its namespace elided first.
+	object bool
+	cell   func(r cpid.ChangeRow) string
 }
 
 func (c *changesScreen) columns(w int) []column {
@@ -252,12 +317,12 @@ func (c *changesScreen) columns(w int) []column {
 			}
 			return r.User
 		}},
-		{title: "VERB", width: 12, cell: func(r cpid.ChangeRow) string { return withSub(r.Verb, r.Subresource) }},
-		{title: "OBJECT", cell: func(r cpid.ChangeRow) string { return object(r.Kind, r.Namespace, r.Name) }},
+		{title: "VERB", width: c.verbWidth(), cell: func(r cpid.ChangeRow) string { return withSub(r.Verb, r.Subresource) }},
+		{title: "OBJECT", object: true, cell: func(r cpid.ChangeRow) string { return object(r.Kind, r.Namespace, r.Name) }},
 		{title: "OBJS", width: 4, right: true, drop: 2, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Objects) }},
 		{title: "WRITES", width: 6, right: true, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Writes) }},
-		{title: "SETTLED", width: 8, right: true, cell: func(r cpid.ChangeRow) string { return dur(r.SettledNS - r.StartedNS) }},
-		{title: "SLOWEST", width: 8, right: true, drop: 1, cell: func(r cpid.ChangeRow) string { return dur(r.SlowestHopNS) }},
+		{title: "SETTLED", width: 7, right: true, cell: func(r cpid.ChangeRow) string { return dur(r.SettledNS - r.StartedNS) }},
+		{title: "SLOWEST", width: 7, right: true, drop: 1, cell: func(r cpid.ChangeRow) string { return dur(r.SlowestHopNS) }},
 	}
 	// A database that holds a fleet shows whose change each is.
 	if c.clusters() > 1 {
@@ -265,7 +330,7 @@ func (c *changesScreen) columns(w int) []column {
 	}
 	// Drop columns until the flexible ones get 40 cells.
 	for d := 1; d <= 2; d++ {
-		fixed := 2
+		fixed := 4
 		for _, col := range cols {
 			fixed += col.width + 1
 		}
@@ -280,7 +345,7 @@ func (c *changesScreen) columns(w int) []column {
 		}
 		cols = kept
 	}
-	fixed := 2
+	fixed := 4
 	for _, col := range cols {
 		fixed += col.width + 1
 	}
@@ -299,12 +364,17 @@ func (c *changesScreen) columns(w int) []column {
 func (c *changesScreen) view(w, h int) string {
 	s := &c.a.sty
 	var lines []string
-	info := fmt.Sprintf("%d changes", c.total)
+	info := plural(c.total, "change")
 	switch {
+	case c.byCPID && c.total == 1:
+		info = fmt.Sprintf("1 change carries CPID %s", c.filter)
 	case c.byCPID:
 		info = fmt.Sprintf("%d changes carry CPID %s", c.total, c.filter)
 	case c.filter != "":
-		info += fmt.Sprintf(" matching %q", c.filter)
+		info += fmt.Sprintf(" matching %q (names, writers, verbs, codes)", c.filter)
+	}
+	if n := len(c.anomalies); n > 0 {
+		info += fmt.Sprintf(" · ! %s with anomalies", plural(n, "change"))
 	}
 	if !c.fixed {
 		order := map[string]string{"time": "newest first", "duration": "longest to settle first", "size": "most writes first"}[c.sort]
@@ -319,15 +389,15 @@ func (c *changesScreen) view(w, h int) string {
 	lines = append(lines, " "+info)
 	cols := c.columns(w)
 	cell := func(col column, v string) string {
-		if col.title == "WHO" && len([]rune(v)) > col.width {
+		if col.title == "WHO" && ansi.StringWidth(v) > col.width {
 			v, _, _ = strings.Cut(v, " (")
 		}
 		if col.right {
 			return right(v, col.width)
 		}
-		return fit(v, col.width)
+		return fitName(v, col.width)
 	}
-	head := "  "
+	head := "    "
 	for _, col := range cols {
 		head += cell(col, col.title) + " "
 	}
@@ -341,9 +411,14 @@ func (c *changesScreen) view(w, h int) string {
 			lines = append(lines, s.dim.Render("  …"))
 			continue
 		}
-		line := mark(i == c.cursor)
+		r := c.rows[j]
+		line := mark(i == c.cursor) + c.flag(r) + " "
 		for _, col := range cols {
-			line += cell(col, col.cell(c.rows[j])) + " "
+			if col.object {
+				line += objectName(r.Kind, r.Namespace, r.Name, col.width) + " "
+				continue
+			}
+			line += cell(col, col.cell(r)) + " "
 		}
 		if i == c.cursor {
 			line = s.cursor.Render(fit(line, w))
@@ -364,19 +439,43 @@ func (c *changesScreen) view(w, h int) string {
 	return block(lines, w, h)
 }
 
+// flag marks a change: * marked for a diff, ! with anomalies.
+func (c *changesScreen) flag(r cpid.ChangeRow) string {
+	switch {
+	case r.ID == c.marked.ID:
+		return "*"
+	case c.anomalies[r.ID] > 0:
+		return "!"
+	}
+	return " "
+}
+
 // detail describes the selected change in full under the list.
 func (c *changesScreen) detail(w int) []string {
 	r, ok := c.selected()
 	if !ok {
 		return []string{strings.Repeat("─", w)}
 	}
-	return []string{
-		c.a.sty.dim.Render(strings.Repeat("─", w)),
-		fmt.Sprintf(" %s  %s  by %s  %s", stamp(r.StartedNS), r.ID, r.User, r.UserAgent),
-		fmt.Sprintf(" %s %s: %d writes to %d objects, settled after %s, slowest hop %s",
-			withSub(r.Verb, r.Subresource), object(r.Kind, r.Namespace, r.Name), r.Writes, r.Objects,
-			dur(r.SettledNS-r.StartedNS), dur(r.SlowestHopNS)),
+	what := fmt.Sprintf(" %s %s by %s at %s: %s to %s, settled after %s, slowest hop %s",
+		withSub(r.Verb, r.Subresource), object(r.Kind, r.Namespace, r.Name), r.User, stamp(r.StartedNS), plural(r.Writes, "write"),
+		plural(r.Objects, "object"), dur(r.SettledNS-r.StartedNS), dur(r.SlowestHopNS))
+	if n := c.anomalies[r.ID]; n > 0 {
+		what += " · ! " + count(n, "anomaly", "anomalies")
 	}
+	who := fmt.Sprintf(" change %s · %s", r.ID, r.UserAgent)
+	if r.Trigger != "" && r.Trigger != cpid.TriggerUser {
+		who = fmt.Sprintf(" change %s · trigger %s: %s", r.ID, r.Trigger, r.TriggerDetail)
+	}
+	return append([]string{c.a.sty.dim.Render(strings.Repeat("─", w))}, lines(w, 2, what, who)...)
+}
+
+// verbWidth fits the verbs of the rows read (patch/scale), 6 to 16 cells.
+func (c *changesScreen) verbWidth() int {
+	n := 6
+	for _, r := range c.rows {
+		n = max(n, ansi.StringWidth(withSub(r.Verb, r.Subresource)))
+	}
+	return min(n, 16)
 }
 
 // clusters counts the clusters of the rows listed.

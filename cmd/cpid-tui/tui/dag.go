@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -17,7 +18,8 @@ import (
 type dagView struct {
 	c         *changeScreen
 	g         cpid.ChangeGraph
-	children  map[int][]int // node -> child nodes
+	children  map[int][]int  // node -> child nodes
+	index     map[string]int // CPID -> node
 	roots     []int
 	collapsed map[string]bool
 	filter    string
@@ -27,10 +29,13 @@ type dagView struct {
 }
 
 // dagRow is a line of the tree: a CPID (obj < 0) or one of its objects.
+// pre draws the tree to its left: │ where a CPID above has more children
+// below, ├─ and └─ before a CPID under another.
 type dagRow struct {
 	depth int
 	node  int
 	obj   int
+	pre   string
 }
 
 func (d *dagView) set(g cpid.ChangeGraph) {
@@ -47,6 +52,7 @@ func (d *dagView) set(g cpid.ChangeGraph) {
 	for i, n := range g.Nodes {
 		idx[n.CPID] = i
 	}
+	d.index = idx
 	d.children, d.roots = map[int][]int{}, nil
 	for i, n := range g.Nodes {
 		parent := -1
@@ -76,38 +82,60 @@ func (d *dagView) set(g cpid.ChangeGraph) {
 // filter (which keeps the objects and CPIDs it matches, and their CPIDs).
 func (d *dagView) flatten() {
 	d.rows = d.rows[:0]
-	f := strings.ToLower(d.filter)
-	var walk func(n, depth int)
-	walk = func(n, depth int) {
-		node := d.g.Nodes[n]
-		var objs []int
-		for j, o := range node.Objects {
-			if f == "" || strings.Contains(strings.ToLower(d.objectText(o)), f) || strings.Contains(node.CPID, f) {
-				objs = append(objs, j)
-			}
-		}
-		start := len(d.rows)
-		d.rows = append(d.rows, dagRow{depth: depth, node: n, obj: -1})
-		if !d.collapsed[node.CPID] {
-			for _, j := range objs {
-				d.rows = append(d.rows, dagRow{depth: depth + 1, node: n, obj: j})
-			}
-		}
-		before := len(d.rows)
-		if !d.collapsed[node.CPID] {
-			for _, ch := range d.children[n] {
-				walk(ch, depth+1)
-			}
-		}
-		// With a filter, a CPID that matches nothing and leads to nothing
-		// that matches is left out.
-		if f != "" && len(objs) == 0 && len(d.rows) == before && !strings.Contains(node.CPID, f) {
-			d.rows = d.rows[:start]
-		}
-	}
 	for _, r := range d.roots {
-		walk(r, 0)
+		d.rows = append(d.rows, d.subtree(r, 0, strings.ToLower(d.filter))...)
 	}
+}
+
+// subtree is the rows of node n and what hangs under it, drawn as if it
+// were a root; nil when the filter keeps nothing of it.
+func (d *dagView) subtree(n, depth int, f string) []dagRow {
+	node := d.g.Nodes[n]
+	self := f == "" || strings.Contains(node.CPID, f)
+	var objs []int
+	for j, o := range node.Objects {
+		if self || strings.Contains(strings.ToLower(d.objectText(o)), f) {
+			objs = append(objs, j)
+		}
+	}
+	var kids [][]dagRow
+	if !d.collapsed[node.CPID] {
+		for _, ch := range d.children[n] {
+			if rows := d.subtree(ch, depth+1, f); len(rows) > 0 {
+				kids = append(kids, rows)
+			}
+		}
+	}
+	// With a filter, a CPID that matches nothing and leads to nothing that
+	// matches is left out.
+	if !self && len(objs) == 0 && len(kids) == 0 {
+		return nil
+	}
+	rows := []dagRow{{depth: depth, node: n, obj: -1}}
+	if !d.collapsed[node.CPID] {
+		bar := "  "
+		if len(kids) > 0 {
+			bar = "│ "
+		}
+		for _, j := range objs {
+			rows = append(rows, dagRow{depth: depth + 1, node: n, obj: j, pre: bar})
+		}
+	}
+	for i, k := range kids {
+		first, rest := "├─", "│ "
+		if i == len(kids)-1 {
+			first, rest = "└─", "  "
+		}
+		for j, r := range k {
+			if j == 0 {
+				r.pre = first + r.pre
+			} else {
+				r.pre = rest + r.pre
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
 }
 
 func (d *dagView) objectText(o cpid.GraphObject) string {
@@ -182,8 +210,8 @@ func (d *dagView) toggle(cpid string, collapse bool) {
 
 func (d *dagView) view(w, h int) string {
 	s := &d.c.a.sty
-	lines := []string{s.dim.Render(fmt.Sprintf(" %d CPIDs · %s", len(d.g.Nodes),
-		"space folds · enter on an object: its revisions · o origins · r related changes"))}
+	lines := []string{s.dim.Render(lines1(fmt.Sprintf(" %s · %s", plural(len(d.g.Nodes), "CPID"),
+		"space folds · enter on an object: its revisions · o origins · r related changes"), w))}
 	listH := h - 1 - 3
 	d.top = window(d.top, d.cursor, len(d.rows), listH)
 	for i := d.top; i < min(len(d.rows), d.top+listH); i++ {
@@ -206,25 +234,73 @@ func (d *dagView) view(w, h int) string {
 	return block(append(lines[:h-3], d.detail(w)...), w, h)
 }
 
+// infoWidth is the width of the objects' writes and writers, the same
+// column for every object whatever its depth.
+func infoWidth(w int) int { return min(50, max(26, w*2/5)) }
+
 func (d *dagView) rowText(r dagRow, w int) string {
 	s := &d.c.a.sty
 	node := d.g.Nodes[r.node]
-	indent := strings.Repeat("  ", r.depth)
+	room := w - 2 - ansi.StringWidth(r.pre) // after the cursor mark and the tree
 	if r.obj >= 0 {
 		o := node.Objects[r.obj]
-		writes := plural(o.Writes, "write")
-		if o.Attempts > 0 {
-			writes += fmt.Sprintf(", %d failed", o.Attempts)
+		infoW := infoWidth(w)
+		nameW := max(8, room-infoW-1)
+		info := writes(o.Writes, o.Attempts) + " · "
+		if d.anomalous(o) {
+			info = "! " + info
 		}
-		nameW := max(20, (w-len(indent)-2)/2)
-		return indent + "  " + fit(object(o.Kind, o.Namespace, o.Name), nameW) + " " +
-			s.dim.Render(strings.Join(o.Writers, ", ")+" · "+writes)
+		info += names(o.Writers, infoW-ansi.StringWidth(info))
+		return r.pre + objectName(o.Kind, o.Namespace, o.Name, nameW) + " " + s.dim.Render(info)
 	}
 	fold := "▾"
 	if d.collapsed[node.CPID] {
 		fold = "▸"
 	}
-	return indent + fold + " " + short(node.CPID) + " " + d.nodeText(node)
+	text := fold + " " + short(node.CPID) + " " + d.nodeText(node)
+	if ansi.StringWidth(text) > room {
+		text = cutWords(text, room)
+	}
+	return r.pre + text
+}
+
+// anomalous reports whether one of the change's writes of o has an
+// anomaly.
+func (d *dagView) anomalous(o cpid.GraphObject) bool {
+	for _, as := range d.c.tl.anoms {
+		for _, a := range as {
+			if a.Resource == o.Resource && a.APIGroup == o.APIGroup && a.Namespace == o.Namespace && a.Name == o.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// names lists names in at most w cells: as many whole as fit, then how
+// many more ("+2"); a first name too long for the room elided in its
+// middle.
+func names(ns []string, w int) string {
+	out := ""
+	for i, n := range ns {
+		sep := ""
+		if i > 0 {
+			sep = ", "
+		}
+		more := ""
+		if i < len(ns)-1 {
+			more = fmt.Sprintf(" +%d", len(ns)-1-i)
+		}
+		if ansi.StringWidth(out+sep+n+more) <= w {
+			out += sep + n
+			continue
+		}
+		if i == 0 {
+			return elide(n, max(1, w-ansi.StringWidth(more))) + more
+		}
+		return out + fmt.Sprintf(" +%d", len(ns)-i)
+	}
+	return out
 }
 
 // nodeText says how a CPID came to be: the user's root, or a merge and of
@@ -245,6 +321,17 @@ func (d *dagView) nodeText(n cpid.GraphNode) string {
 		}
 		srcs = append(srcs, t)
 	}
+	// The tree shows a CPID under its first source of this change; the
+	// others of this change are above it, marked ↑.
+	first := true
+	for i, src := range m.Sources {
+		if _, inside := d.index[src]; inside {
+			if !first {
+				srcs[i] += "↑"
+			}
+			first = false
+		}
+	}
 	return fmt.Sprintf("merged by %s (%s) ← %s", m.Service, m.Origin, strings.Join(srcs, " + "))
 }
 
@@ -254,11 +341,12 @@ func (d *dagView) detail(w int) []string {
 	if !ok {
 		return nil
 	}
-	objs, writes := len(n.Objects), 0
+	good, failed := 0, 0
 	for _, o := range n.Objects {
-		writes += o.Writes
+		good, failed = good+o.Writes, failed+o.Attempts
 	}
-	first := fmt.Sprintf(" CPID %s · %s · first write %s · %s, %s", n.CPID, n.Origin, clock(n.FirstNS), plural(objs, "object"), plural(writes, "write"))
+	first := fmt.Sprintf(" CPID %s · %s · first write %s · %s, %s", n.CPID, n.Origin, clock(n.FirstNS), plural(len(n.Objects), "object"),
+		writes(good, failed))
 	second := " root of the change: the user's write"
 	if len(n.Merges) > 0 && len(n.Merges[0].Sources) > 0 {
 		m := n.Merges[0]
@@ -266,7 +354,7 @@ func (d *dagView) detail(w int) []string {
 	} else if n.Origin != "root" {
 		second = " no merge recorded for it"
 	}
-	return []string{d.c.a.sty.dim.Render(strings.Repeat("─", w)), first, second}
+	return append([]string{d.c.a.sty.dim.Render(strings.Repeat("─", w))}, lines(w, 2, first, second)...)
 }
 
 func (d *dagView) status() string {

@@ -1,16 +1,25 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+)
 
 // helpView lists the keys of the screen on top beside the global ones, and
 // how to read the timeline.
 func (m *Model) helpView(w, h int) string {
 	s := &m.a.sty
 	k := &m.a.keys
-	row := func(b key.Binding) string {
-		return "   " + s.key.Render(fit(b.Help().Key, 12)) + " " + b.Help().Desc
+	colW := w
+	if w >= 76 {
+		colW = w / 2
 	}
-	here := []string{s.header.Render(" Keys here (" + m.top().crumb() + ")")}
+	row := func(b key.Binding) string {
+		return "   " + s.key.Render(fit(b.Help().Key, 12)) + " " + lines1(b.Help().Desc, colW-17)
+	}
+	here := []string{s.header.Render(" Keys here (" + elide(m.top().crumb(), colW-14) + ")")}
 	seen := map[string]bool{}
 	for _, b := range m.top().help() {
 		if !seen[b.Help().Key] {
@@ -19,16 +28,19 @@ func (m *Model) helpView(w, h int) string {
 		}
 	}
 	every := []string{s.header.Render(" Everywhere")}
-	for _, b := range []key.Binding{k.Filter, k.Back, k.Refresh, k.Help, k.Quit} {
+	for _, b := range []key.Binding{k.Filter, k.Command, k.Back, k.Refresh, k.Help, k.Quit} {
 		every = append(every, row(b))
 	}
+	every = append(every, "", s.header.Render(" Commands (:, tab completes)"))
+	for _, c := range commands {
+		every = append(every, "   "+s.key.Render(c.usage)+" "+lines1(strings.Join(c.aliases, " "), colW-4-len(c.usage)))
+	}
 	legend := []string{"",
-		" Times are UTC; +N is the time since the user's request reached the apiserver.",
-		" Timeline: ◆ ━ the critical path, ● a write, ─ its hop from its cause, ✕ a failed write, ▬ a span.",
+		" Times are UTC; +N is the time since the change's first request reached the apiserver. / matches names, writers, verbs and HTTP codes.",
+		" Timeline: ◆ ━ the critical path, ● a write, ─ its hop from its cause, ✕ a failed write, ▬ a span. ! an anomaly, ? a cause found by time alone, → a log line that explains a write, * a change marked for a diff.",
 		" The mouse wheel moves the cursor. esc or ? closes this help."}
-	lines := []string{""}
+	out := []string{""}
 	if w >= 76 {
-		colW := w / 2
 		for i := 0; i < max(len(here), len(every)); i++ {
 			l := ""
 			if i < len(here) {
@@ -38,15 +50,21 @@ func (m *Model) helpView(w, h int) string {
 			if i < len(every) {
 				l += every[i]
 			}
-			lines = append(lines, l)
+			out = append(out, l)
 		}
 	} else {
-		lines = append(append(append(lines, here...), ""), every...)
+		out = append(append(append(out, here...), ""), every...)
 	}
 	for _, l := range legend {
-		for _, part := range wrap(l, w) {
-			lines = append(lines, s.dim.Render(part))
+		for _, part := range lines(w, 10, l) {
+			out = append(out, s.dim.Render(part))
 		}
 	}
-	return block(lines, w, h)
+	// Longer than the screen: j/k scroll it.
+	if len(out) > h {
+		m.helpTop = min(m.helpTop, len(out)-h+1)
+		more := len(out) - (m.helpTop + h - 1)
+		out = append(out[m.helpTop:m.helpTop+h-1], s.dim.Render(fmt.Sprintf(" ↓/j ↑/k scroll the help (%d more below, %d above)", more, m.helpTop)))
+	}
+	return block(out, w, h)
 }

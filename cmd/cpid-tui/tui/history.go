@@ -7,6 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -32,14 +33,17 @@ type historyScreen struct {
 	filter string
 	cursor int
 	top    int
+	// anoms counts the anomalies of each write of the object.
+	anoms map[int64]int
 }
 
 type historyLoaded struct {
-	to   *historyScreen
-	seq  int
-	ws   []cpid.ObjectWrite
-	more bool
-	err  error
+	to    *historyScreen
+	seq   int
+	ws    []cpid.ObjectWrite
+	more  bool
+	anoms map[int64]int
+	err   error
 }
 
 func (m historyLoaded) target() screen { return m.to }
@@ -62,7 +66,19 @@ func (h *historyScreen) load() tea.Cmd {
 	seq, st, ctx, ref := h.seq, h.a.st, h.a.ctx, h.ref
 	return func() tea.Msg {
 		ws, more, err := st.ObjectHistory(ctx, cpid.HistoryQuery{Object: ref, Limit: historyLimit})
-		return historyLoaded{to: h, seq: seq, ws: ws, more: more, err: err}
+		msg := historyLoaded{to: h, seq: seq, ws: ws, more: more, err: err}
+		if err != nil {
+			return msg
+		}
+		as, err := st.Anomalies(ctx, "")
+		msg.anoms, msg.err = map[int64]int{}, err
+		for _, a := range as {
+			if a.Resource == ref.Resource && a.APIGroup == ref.Group && a.Namespace == ref.Namespace && a.Name == ref.Name &&
+				(ref.Cluster == "" || a.Cluster == ref.Cluster) {
+				msg.anoms[a.EventID]++
+			}
+		}
+		return msg
 	}
 }
 
@@ -77,8 +93,8 @@ func (h *historyScreen) apply() {
 	h.rows = h.rows[:0:0]
 	f := strings.ToLower(h.filter)
 	for _, w := range h.all {
-		hay := strings.ToLower(strings.Join([]string{w.Writer, w.User, withSub(w.Verb, w.Subresource), w.Change, string(w.Trigger),
-			w.Rule, string(w.Explain), w.ResourceVersion}, " "))
+		hay := strings.ToLower(strings.Join([]string{w.Writer, w.User, withSub(w.Verb, w.Subresource), fmt.Sprint(w.Code), w.Change,
+			string(w.Trigger), w.Rule, string(w.Explain), w.ResourceVersion}, " "))
 		if f == "" || strings.Contains(hay, f) {
 			h.rows = append(h.rows, w)
 		}
@@ -105,7 +121,7 @@ func (h *historyScreen) update(msg tea.Msg) tea.Cmd {
 		if msg.seq != h.seq {
 			return nil
 		}
-		h.loaded, h.err, h.all, h.more = true, msg.err, msg.ws, msg.more
+		h.loaded, h.err, h.all, h.more, h.anoms = true, msg.err, msg.ws, msg.more, msg.anoms
 		// In the order they completed, as cpid-tui history lists them: a
 		// failed write comes in the object's order after the revision it
 		// was based on, which may have completed after it.
@@ -150,12 +166,16 @@ func (h *historyScreen) update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// historyWidths are the widths of the list's columns in w cells.
+// historyWidths are the widths of the list's columns in w cells; the
+// cause gets a column when it has room for a name (else the detail says
+// it).
 func historyWidths(w int) (writer, verb, change, cause int) {
-	writer = max(12, min(24, (w-44)/2))
-	verb = 17 // update/status 409
-	change = 13
-	cause = max(0, w-4-13-writer-1-verb-1-change-1)
+	verb, change = 17, 13 // update/status 409, 044d68ee user
+	writer = max(12, min(24, w-6-13-verb-1-change-1-1))
+	cause = w - 6 - 13 - writer - 1 - verb - 1 - change - 1
+	if cause < 40 {
+		cause = 0
+	}
 	return writer, verb, change, cause
 }
 
@@ -172,9 +192,21 @@ func (h *historyScreen) view(w, hgt int) string {
 	if h.more {
 		more = fmt.Sprintf(" (the last %d)", len(h.all))
 	}
-	lines := []string{s.dim.Render(fmt.Sprintf(" %s: %s%s across changes · enter opens a write's change there", name, plural(len(h.all), "write"), more))}
-	writerW, verbW, changeW, _ := historyWidths(w)
-	lines = append(lines, s.header.Render(fit("    "+fit("TIME", 13)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("CHANGE", changeW+1)+"CAUSE", w)))
+	good, failed := 0, 0
+	for _, x := range h.all {
+		if x.Attempt {
+			failed++
+		} else {
+			good++
+		}
+	}
+	lines := []string{s.dim.Render(lines1(fmt.Sprintf(" %s: %s%s across changes · enter opens a write's change there", name, writes(good, failed), more), w))}
+	writerW, verbW, changeW, causeW := historyWidths(w)
+	cause := "CAUSE"
+	if causeW == 0 {
+		cause = ""
+	}
+	lines = append(lines, s.header.Render(fit("      "+fit("TIME", 13)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("CHANGE", changeW+1)+cause, w)))
 	const detailH = 4
 	listH := max(1, hgt-len(lines)-detailH)
 	h.top = window(h.top, h.cursor, len(h.rows), listH)
@@ -205,8 +237,14 @@ func (h *historyScreen) row(i, w int) string {
 		ch = short(x.Change) + " " + string(x.Trigger)
 	}
 	writerW, verbW, changeW, causeW := historyWidths(w)
-	line := mark(i == h.cursor) + fit(clock(x.NS), 13) + fit(x.Writer, writerW) + " " + fit(verb, verbW) + " " + fit(ch, changeW) + " " +
-		fit(h.cause(x), causeW)
+	flag := " "
+	if h.anoms[x.EventID] > 0 {
+		flag = "!"
+	}
+	line := mark(i == h.cursor) + flag + " " + fit(clock(x.NS), 13) + fitName(x.Writer, writerW) + " " + fit(verb, verbW) + " " + fit(ch, changeW) + " "
+	if causeW > 0 {
+		line += h.cause(x, causeW)
+	}
 	switch {
 	case i == h.cursor:
 		return s.cursor.Render(fit(line, w))
@@ -216,20 +254,23 @@ func (h *historyScreen) row(i, w int) string {
 	return line
 }
 
-// cause says in a few words why a write happened.
-func (h *historyScreen) cause(x cpid.ObjectWrite) string {
+// cause says in w cells why a write happened: how long after its cause
+// and why it waited, then the cause, whose names are elided in
+// their middle when they do not fit.
+func (h *historyScreen) cause(x cpid.ObjectWrite, w int) string {
 	c := x.Cause
 	switch {
 	case c == nil && x.Origin == "root":
-		return "started the change"
+		return fit("started the change", w)
 	case c == nil:
-		return "-"
+		return fit("-", w)
 	}
 	obj := object(cpid.KindOf("", c.Resource), "", c.Name)
 	if c.Resource == h.ref.Resource && c.APIGroup == h.ref.Group && c.Namespace == h.ref.Namespace && c.Name == h.ref.Name {
 		obj = "itself"
 	}
-	return fmt.Sprintf("%s: %s %s %s +%s %s", x.Rule, c.Writer, withSub(c.Verb, c.Subresource), obj, dur(x.HopNS), x.Explain)
+	head := fmt.Sprintf("+%s %s ← ", dur(x.HopNS), x.Explain)
+	return head + fitName(c.Writer+" "+withSub(c.Verb, c.Subresource)+" "+obj, max(0, w-ansi.StringWidth(head)))
 }
 
 // detail describes the selected write: who (user and agent), its change
@@ -266,7 +307,7 @@ func (h *historyScreen) detail(w int) []string {
 	case x.Origin != "root":
 		third = " no cause found"
 	}
-	return []string{s.dim.Render(strings.Repeat("─", w)), first, second, third}
+	return append([]string{s.dim.Render(strings.Repeat("─", w))}, lines(w, 3, first, second, third)...)
 }
 
 func (h *historyScreen) status() string {
@@ -275,7 +316,7 @@ func (h *historyScreen) status() string {
 		return h.crumb()
 	}
 	x := h.rows[i]
-	return fmt.Sprintf("write %d/%d  %s  %s %s", i+1, len(h.rows), object(h.kind, h.ref.Namespace, h.ref.Name), x.Writer, withSub(x.Verb, x.Subresource))
+	return fmt.Sprintf("write %d/%d  %s %s", i+1, len(h.rows), x.Writer, withSub(x.Verb, x.Subresource))
 }
 
 func (h *historyScreen) help() []key.Binding {

@@ -8,9 +8,11 @@ type keys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Left, Right                             key.Binding
 	Open, Back, Filter, Tab, BackTab        key.Binding
-	Help, Quit, Refresh                     key.Binding
+	Help, Quit, Refresh, Command            key.Binding
 
-	Sort key.Binding // changes
+	Sort, Mark, Compare key.Binding // changes
+
+	Slowest, NextCritical, PrevCritical key.Binding // a change, the changes
 
 	Tab1, Tab2, Tab3, Tab4 key.Binding // a change's panes
 
@@ -44,8 +46,15 @@ func newKeys() keys {
 		Help:     b("?", "help", "?"),
 		Quit:     b("q", "quit", "q", "ctrl+c"),
 		Refresh:  b("ctrl+r", "reload now", "ctrl+r"),
+		Command:  b(":", "command: changes, history TYPE/NAME, anomalies, diff ID1 ID2, change ID", ":"),
 
-		Sort: b("s", "sort: time, duration, size", "s"),
+		Sort:    b("s", "sort: time, duration, size", "s"),
+		Mark:    b("space", "mark: the change to compare (d)", "space"),
+		Compare: b("d", "diff: compare the marked change with this one", "d"),
+
+		Slowest:      b("S", "slowest hop: jump to the write that waited longest for its cause", "S"),
+		NextCritical: b("]", "critical path: the next write on it", "]"),
+		PrevCritical: b("[", "critical path: the previous write on it", "["),
 
 		Tab1: b("1", "DAG", "1"),
 		Tab2: b("2", "timeline", "2"),

@@ -9,6 +9,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -31,6 +32,8 @@ type logsView struct {
 	top       int
 	at        cpid.TimelineEntry // the timeline's cursor
 	haveAt    bool
+	// links maps a line to the write it explains (link), by ids.
+	links map[int64]int64
 }
 
 type logsLoaded struct {
@@ -79,7 +82,7 @@ func (l *logsView) apply() {
 	l.lines = l.lines[:0:0]
 	f := strings.ToLower(l.filter)
 	for _, ln := range l.set.Lines {
-		if f == "" || strings.Contains(strings.ToLower(ln.Component+" "+ln.Msg+" "+ln.Fields+" "+ln.File), f) {
+		if f == "" || strings.Contains(strings.ToLower(ln.Component+" "+ln.Level+" "+ln.Msg+" "+ln.Fields+" "+ln.File), f) {
 			l.lines = append(l.lines, ln)
 		}
 	}
@@ -99,6 +102,7 @@ func (l *logsView) update(msg tea.Msg) tea.Cmd {
 		}
 		first := !l.loaded
 		l.loaded, l.err, l.set = true, msg.err, msg.set
+		l.links = link(l.set.Lines, l.c.tl.all)
 		l.apply()
 		if first {
 			l.align(l.at, l.haveAt)
@@ -119,9 +123,34 @@ func (l *logsView) update(msg tea.Msg) tea.Cmd {
 			l.cursor = 0
 		case key.Matches(msg, k.Bottom):
 			l.cursor = clamp(n-1, n)
+		case key.Matches(msg, k.Open):
+			// The write the line explains, on the timeline.
+			if l.cursor >= n {
+				return nil
+			}
+			id, ok := l.links[l.lines[l.cursor].ID]
+			if !ok {
+				return notice("this line names no write of the change")
+			}
+			t := l.c.tl
+			if !t.shows(l.write(id)) {
+				t.filter = ""
+			}
+			t.apply(id)
+			return l.c.show(paneTimeline)
 		}
 	}
 	return nil
+}
+
+// write is the change's write of event id.
+func (l *logsView) write(id int64) cpid.TimelineEntry {
+	for _, e := range l.c.tl.all {
+		if e.EventID == id {
+			return e
+		}
+	}
+	return cpid.TimelineEntry{}
 }
 
 func (l *logsView) view(w, h int) string {
@@ -133,18 +162,28 @@ func (l *logsView) view(w, h int) string {
 		return block([]string{"", " " + s.warn.Render("error: "+l.err.Error())}, w, h)
 	}
 	var lines []string
+	linked := 0
+	for _, ln := range l.set.Lines {
+		if _, ok := l.links[ln.ID]; ok {
+			linked++
+		}
+	}
 	var src string
 	switch {
 	case l.set.Exact:
-		src = fmt.Sprintf(" %d lines carrying the change's CPIDs", len(l.set.Lines))
+		carrying := 0
+		for _, ln := range l.set.Lines {
+			if ln.CPID != "" {
+				carrying++
+			}
+		}
+		src = fmt.Sprintf(" %s of the change's time, %d carrying a CPID; %d explain a write (→, enter shows it)",
+			plural(len(l.set.Lines), "line"), carrying, linked)
 	default:
-		src = fmt.Sprintf(" no line carries a CPID (uninstrumented controllers): %d lines the writers' processes logged from %s to %s",
-			len(l.set.Lines), clock(l.set.FromNS), clock(l.set.ToNS))
+		src = fmt.Sprintf(" no line carries a CPID (uninstrumented controllers): %s the writers logged from %s to %s, a guess; %d explain a write (→, enter shows it)",
+			plural(len(l.set.Lines), "line"), clock(l.set.FromNS), clock(l.set.ToNS), linked)
 	}
-	if l.set.Truncated {
-		src += fmt.Sprintf(" (the first %d)", len(l.set.Lines))
-	}
-	lines = append(lines, s.dim.Render(src))
+	lines = append(lines, s.dim.Render(lines1(src, w)))
 	const detailH = 4
 	listH := max(1, h-len(lines)-detailH)
 	// The timeline cursor is a line of its own among the log lines.
@@ -169,7 +208,7 @@ func (l *logsView) view(w, h int) string {
 		i := r
 		if at >= 0 && r == at {
 			e := l.at
-			lines = append(lines, s.critical.Render(fit(fmt.Sprintf("── ▲ timeline cursor %s +%s  %s %s %s ", clock(e.NS), dur(e.NS-lo),
+			lines = append(lines, s.critical.Render(fit(fmt.Sprintf("── ▲ timeline cursor %s %s  %s %s %s ", clock(e.NS), offset(e.NS-lo),
 				e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))+strings.Repeat("─", w), w)))
 			continue
 		}
@@ -201,8 +240,17 @@ func (l *logsView) row(i, w int, lo int64) string {
 	if f := fieldsText(ln.Fields); f != "" {
 		text += "  " + f
 	}
-	line := mark(i == l.cursor) + lvl + " " + clock(ln.TimeNS) + " " + fit("+"+dur(ln.TimeNS-lo), 9) + " " +
-		fit(source(ln.File), 12) + " " + fit(component(ln.Component), 22) + " " + text
+	to := " "
+	if _, ok := l.links[ln.ID]; ok {
+		to = "→"
+	}
+	// Below 120 cells the message gets the component's room.
+	comp := ""
+	if w >= 120 {
+		comp = fitName(component(ln.Component), 22) + " "
+	}
+	line := mark(i == l.cursor) + lvl + to + " " + clock(ln.TimeNS) + " " + fit(offset(ln.TimeNS-lo), 9) + " " +
+		fitName(source(ln.File), 14) + " " + comp + text
 	switch {
 	case i == l.cursor:
 		return s.cursor.Render(fit(line, w))
@@ -210,6 +258,17 @@ func (l *logsView) row(i, w int, lo int64) string {
 		return s.failed.Render(fit(line, w))
 	}
 	return line
+}
+
+// lines1 is a sentence on one line of w cells, cut between words.
+func lines1(s string, w int) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	if w < 3 {
+		return ""
+	}
+	return cutWords(s, w)
 }
 
 // source names the process of a log file: its base name without ".log".
@@ -239,8 +298,14 @@ func (l *logsView) detail(w int) []string {
 		return out
 	}
 	ln := l.lines[l.cursor]
-	out = append(out, fmt.Sprintf(" %s:%d  %s  %s", ln.File, ln.Line, ln.Level, ln.Msg))
-	return append(out, wrap(" "+fieldsText(ln.Fields), w)...)
+	where := fmt.Sprintf(" %s:%d  %s  %s", ln.File, ln.Line, ln.Level, ln.Msg)
+	explains := " names no write of the change"
+	if id, ok := l.links[ln.ID]; ok {
+		e := l.write(id)
+		explains = fmt.Sprintf(" → explains %s %s %s at %s (enter shows it on the timeline)", e.Writer, withSub(e.Verb, e.Subresource),
+			object(e.Kind, e.Namespace, e.Name), offset(e.NS-l.c.row.StartedNS))
+	}
+	return append(out, lines(w, 3, where, explains, " "+fieldsText(ln.Fields))...)
 }
 
 // fieldsText renders a log line's fields as key=value, in the line's order,
@@ -298,15 +363,15 @@ func (l *logsView) status() string {
 		return "logs"
 	}
 	ln := l.lines[l.cursor]
-	return fmt.Sprintf("log %d/%d  %s  %s", l.cursor+1, len(l.lines), source(ln.File), ln.Msg)
+	return fmt.Sprintf("line %d/%d  %s  %s", l.cursor+1, len(l.lines), source(ln.File), ln.Msg)
 }
 
 func (l *logsView) help() []key.Binding {
 	k := &l.c.a.keys
-	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open}
 }
 
-func (l *logsView) hints() []key.Binding { return nil }
+func (l *logsView) hints() []key.Binding { return []key.Binding{l.c.a.keys.Open} }
 
 func (l *logsView) filterText() string { return l.filter }
 

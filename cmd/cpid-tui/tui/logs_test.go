@@ -3,6 +3,7 @@ package tui
 import (
 	"path"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
@@ -68,5 +69,64 @@ func TestLogsInstrumented(t *testing.T) {
 		if o == nil || !regexp.MustCompile(`^\+[0-9]`).MatchString(o[1]) {
 			t.Errorf("row %d has no offset +N: %q", i, row)
 		}
+	}
+}
+
+// TestLogsLinkedToWrites: a controller's line is linked to the write it
+// explains: the scheduler's "Successfully bound pod to node" to its binding
+// of that Pod, an instrumented controller's mergelog to its write carrying
+// the CPID; enter on a line shows its write on the timeline.
+func TestLogsLinkedToWrites(t *testing.T) {
+	m := newTest(t, 100, 30, Options{})
+	c := openChange(t, m, rollout)
+	press(t, m, "3")
+	l := c.logs
+	bound := 0
+	for i, ln := range l.lines {
+		id, ok := l.links[ln.ID]
+		if !ok {
+			continue
+		}
+		e := l.write(id)
+		if ln.TimeNS < e.ReceivedNS-cpid.LogWindowLag || ln.TimeNS > e.NS+cpid.LogWindowLag || !mentions(ln.Msg+" "+ln.Fields, e.Namespace, e.Name) {
+			t.Errorf("line %q linked to %s %s %s at %d", ln.Msg, e.Writer, e.Verb, e.Name, e.NS)
+		}
+		if ln.Msg != "Successfully bound pod to node" {
+			continue
+		}
+		bound++
+		if e.Writer != "kube-scheduler" || e.Subresource != "binding" || !strings.Contains(ln.Fields, `"name":"`+e.Name+`"`) {
+			t.Errorf("the scheduler's line %s is linked to %s %s/%s %s", ln.Fields, e.Writer, e.Verb, e.Subresource, e.Name)
+		}
+		l.cursor = i
+		press(t, m, "enter")
+		if at, _ := c.tl.cursorEntry(); c.tab != paneTimeline || at.EventID != id {
+			t.Errorf("enter on the line: pane %d, cursor on %d, want the timeline on %d", c.tab, at.EventID, id)
+		}
+		press(t, m, "3")
+	}
+	if bound != 2 {
+		t.Errorf("%d of the scheduler's 2 bindings linked", bound)
+	}
+
+	m = newTestOf(t, "instrumented", 100, 30, Options{})
+	c = openChange(t, m, instrumentedRollout)
+	press(t, m, "3")
+	merges := 0
+	for _, ln := range c.logs.set.Lines {
+		if ln.Msg != "cpid.mergelog" {
+			continue
+		}
+		merges++
+		id, ok := c.logs.links[ln.ID]
+		if e := c.logs.write(id); !ok || e.CPID != ln.CPID {
+			t.Errorf("the mergelog of %s is linked to %+v (%v)", ln.CPID, e, ok)
+		}
+	}
+	if merges == 0 {
+		t.Error("no mergelog in the instrumented rollout's logs")
+	}
+	if !strings.Contains(plain(m), "explain a write") {
+		t.Errorf("the logs do not say how many lines explain a write:\n%s", plain(m))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -38,6 +39,9 @@ type app struct {
 	keys keys
 	sty  styles
 	now  func() time.Time
+	// version is the data version last read: its CutoffNS says which
+	// writes the next reconstruct may still redo.
+	version cpid.DataVersion
 }
 
 // screen is one level of the breadcrumb: the changes list, a change, a list
@@ -69,6 +73,9 @@ type targeted interface{ target() screen }
 // pushMsg opens a screen on top of the breadcrumb.
 type pushMsg struct{ s screen }
 
+// rootMsg goes back to the first screen, the changes list.
+type rootMsg struct{}
+
 // noticeMsg shows a line in the status bar until the next key.
 type noticeMsg string
 
@@ -91,11 +98,15 @@ type Model struct {
 	stack   []screen
 	stale   map[screen]bool // screens under the top that missed a refresh
 	help    bool
+	helpTop int  // the first line of the help shown
 	editing bool // the filter input has the keys
 	input   textinput.Model
-	version cpid.DataVersion
-	checked time.Time
-	notice  string
+	// commanding: the command line (:) has the keys.
+	commanding bool
+	cmdline    textinput.Model
+	version    cpid.DataVersion
+	checked    time.Time
+	notice     string
 }
 
 // New returns a Model over an open store. ctx bounds every query.
@@ -114,7 +125,11 @@ func New(ctx context.Context, st cpid.ChangeReader, opt Options) *Model {
 	s.Focused.Placeholder = a.sty.dim
 	s.Blurred.Placeholder = a.sty.dim
 	in.SetStyles(s)
-	m := &Model{a: a, opt: opt, input: in, stale: map[screen]bool{}, w: 100, h: 30}
+	cl := textinput.New()
+	cl.Prompt = ":"
+	cl.Placeholder = "changes · history TYPE/NAME · anomalies · diff ID1 ID2 · change ID · quit"
+	cl.SetStyles(s)
+	m := &Model{a: a, opt: opt, input: in, cmdline: cl, stale: map[screen]bool{}, w: 100, h: 30}
 	m.stack = []screen{newChanges(a)}
 	if opt.Change != "" {
 		m.stack = append(m.stack, newChange(a, opt.Change))
@@ -163,7 +178,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		first := m.version == (cpid.DataVersion{})
 		changed := msg.v != m.version
-		m.version = msg.v
+		m.version, m.a.version = msg.v, msg.v
 		if first || !changed {
 			return m, m.tick()
 		}
@@ -176,6 +191,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case pushMsg:
 		m.stack = append(m.stack, msg.s)
 		return m, msg.s.load()
+	case rootMsg:
+		m.stack = m.stack[:1]
+		if t := m.top(); m.stale[t] {
+			delete(m.stale, t)
+			return m, t.load()
+		}
+		return m, nil
 	case noticeMsg:
 		m.notice = string(msg)
 		return m, nil
@@ -187,7 +209,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tea.MouseWheelMsg:
-		if m.help || m.editing {
+		if m.help || m.editing || m.commanding {
 			return m, nil
 		}
 		k := tea.KeyPressMsg{Code: tea.KeyDown}
@@ -208,6 +230,29 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := &m.a.keys
+	if m.commanding {
+		switch msg.String() {
+		case "enter":
+			m.commanding = false
+			m.cmdline.Blur()
+			line := m.cmdline.Value()
+			m.cmdline.SetValue("")
+			return m.command(line)
+		case "esc":
+			m.commanding = false
+			m.cmdline.Blur()
+			m.cmdline.SetValue("")
+			return nil
+		case "tab":
+			m.cmdline.SetValue(complete(m.cmdline.Value()))
+			m.cmdline.CursorEnd()
+			return nil
+		case "ctrl+c":
+			return tea.Quit
+		}
+		m.cmdline, _ = m.cmdline.Update(msg)
+		return nil
+	}
 	if m.editing {
 		switch msg.String() {
 		case "enter":
@@ -236,6 +281,10 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 			return tea.Quit
 		case key.Matches(msg, k.Help, k.Back):
 			m.help = false
+		case key.Matches(msg, k.Down, k.PageDown):
+			m.helpTop++
+		case key.Matches(msg, k.Up, k.PageUp):
+			m.helpTop = max(0, m.helpTop-1)
 		}
 		return nil
 	}
@@ -243,10 +292,15 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Help):
-		m.help = true
+		m.help, m.helpTop = true, 0
 		return nil
 	case key.Matches(msg, k.Refresh):
 		return tea.Batch(m.top().load(), m.checkVersion())
+	case key.Matches(msg, k.Command):
+		m.commanding = true
+		m.cmdline.SetValue("")
+		m.cmdline.Focus()
+		return nil
 	case key.Matches(msg, k.Filter):
 		m.editing = true
 		m.input.SetValue(m.top().filterText())
@@ -294,11 +348,7 @@ func (m *Model) Render() string {
 	if w < minWidth || h < minHeight {
 		return block(wrap(fmt.Sprintf("cpid-tui browse needs %dx%d cells, this terminal has %dx%d; q quits", minWidth, minHeight, w, h), w), w, h)
 	}
-	var crumbs []string
-	for _, sc := range m.stack {
-		crumbs = append(crumbs, sc.crumb())
-	}
-	title := spread(" cpid › "+strings.Join(crumbs, " › "), "? help ", w)
+	title := m.title(w)
 	body := ""
 	if m.help {
 		body = m.helpView(w, h-3)
@@ -309,13 +359,34 @@ func (m *Model) Render() string {
 	if m.notice != "" {
 		left = m.notice
 	}
-	status := spread(" "+left, m.freshness()+" ", w)
+	status := spreadName(" "+left, m.freshness()+" ", w)
 	bottom := m.hintsView(w)
-	if m.editing {
+	switch {
+	case m.commanding:
+		m.cmdline.SetWidth(w - 2)
+		bottom = fit(m.cmdline.View(), w)
+	case m.editing:
 		m.input.SetWidth(w - 2)
 		bottom = fit(m.input.View(), w)
 	}
-	return strings.Join([]string{s.title.Render(fit(title, w)), body, s.status.Render(status), bottom}, "\n")
+	return strings.Join([]string{s.title.Render(title), body, s.status.Render(status), bottom}, "\n")
+}
+
+// title is the breadcrumb bar: the screens from the first, the earlier
+// ones elided in their middle first when they do not fit.
+func (m *Model) title(w int) string {
+	right := "? help "
+	var crumbs []string
+	for _, sc := range m.stack {
+		crumbs = append(crumbs, sc.crumb())
+	}
+	room := w - ansi.StringWidth(right) - 1
+	line := func() string { return " cpid › " + strings.Join(crumbs, " › ") }
+	for i := 0; i < len(crumbs) && ansi.StringWidth(line()) > room; i++ {
+		over := ansi.StringWidth(line()) - room
+		crumbs[i] = elide(crumbs[i], max(7, ansi.StringWidth(crumbs[i])-over))
+	}
+	return spreadName(line(), right, w)
 }
 
 // freshness says how new the data is and when it was last checked.
@@ -334,15 +405,34 @@ func (m *Model) freshness() string {
 	return s
 }
 
+// hintsView lists the keys of the screen on top, as many as fit, then
+// the ones of every screen: a hint is shown whole or not at all, in the
+// words before the colon of its help.
 func (m *Model) hintsView(w int) string {
 	k := &m.a.keys
-	bs := append(m.top().hints(), k.Filter, k.Help, k.Quit)
+	every := []key.Binding{k.Filter, k.Command, k.Help, k.Quit}
+	bs := m.top().hints()
 	if len(m.stack) > 1 {
 		bs = append([]key.Binding{k.Back}, bs...)
 	}
-	var parts []string
-	for _, b := range bs {
-		parts = append(parts, m.a.sty.key.Render(b.Help().Key)+" "+b.Help().Desc)
+	text := func(b key.Binding) string {
+		desc, _, _ := strings.Cut(b.Help().Desc, ":")
+		return b.Help().Key + " " + desc
 	}
-	return fit(" "+strings.Join(parts, "  "), w)
+	room := w - 1
+	for _, b := range every {
+		room -= ansi.StringWidth(text(b)) + 2
+	}
+	var kept []key.Binding
+	for _, b := range bs {
+		if n := ansi.StringWidth(text(b)) + 2; n <= room {
+			kept, room = append(kept, b), room-n
+		}
+	}
+	line := " "
+	for _, b := range append(kept, every...) {
+		desc, _, _ := strings.Cut(b.Help().Desc, ":")
+		line += m.a.sty.key.Render(b.Help().Key) + " " + desc + "  "
+	}
+	return fit(line, w)
 }

@@ -81,12 +81,12 @@ func TestSortAndFilter(t *testing.T) {
 	}
 
 	press(t, m, "/")
-	typeText(t, m, "kwok")
+	typeText(t, m, "kwok-node")
 	if list.total != 1 || list.rows[0].Name != "kwok-node-0" {
-		t.Errorf("filter kwok: %d rows %+v", list.total, list.rows)
+		t.Errorf("filter kwok-node: %d rows %+v", list.total, list.rows)
 	}
 	press(t, m, "enter") // keeps the filter, gives the keys back
-	if m.editing || list.filter != "kwok" {
+	if m.editing || list.filter != "kwok-node" {
 		t.Errorf("after enter: editing %v, filter %q", m.editing, list.filter)
 	}
 	press(t, m, "esc") // clears the filter before going back
@@ -102,7 +102,7 @@ func TestSortAndFilter(t *testing.T) {
 	if !list.byCPID || list.total != 1 || list.rows[0].ID != c.id {
 		t.Errorf("filter by CPID %s: byCPID %v, rows %+v", cpid, list.byCPID, list.rows)
 	}
-	if !strings.Contains(plain(m), "1 changes carry CPID "+cpid) {
+	if !strings.Contains(plain(m), "1 change carries CPID "+cpid) {
 		t.Errorf("no explanation of the CPID filter:\n%s", plain(m))
 	}
 }
@@ -466,19 +466,39 @@ func TestWalkthrough(t *testing.T) {
 	m := newTest(t, 100, 30, Options{})
 	press(t, m, "s", "enter")
 	c := m.top().(*changeScreen)
-	if c.row.Verb != "patch" || c.row.Writes != 45 || dur(c.row.SettledNS-c.row.StartedNS) != "266.7ms" {
+	if c.row.Verb != "patch" || c.row.Writes != 45 || dur(c.row.SettledNS-c.row.StartedNS) != "267ms" {
 		t.Fatalf("the longest change is %+v", c.row)
 	}
 	if !strings.Contains(plain(m), "(change 044d68ee)") {
 		t.Errorf("the DAG names no source from the scale before:\n%s", plain(m))
 	}
-	press(t, m, "tab")
+	press(t, m, "S")
+	last := c.tl.all[len(c.tl.all)-1]
+	if e, _ := c.tl.cursorEntry(); c.tab != paneTimeline || e.EventID != last.EventID || dur(e.HopNS) != "31.0ms" ||
+		e.Writer != "endpointslice-controller" || !e.Critical {
+		t.Errorf("S: cursor on %+v, want the last write, the EndpointSlice's 31.0ms hop", e)
+	}
+	if !strings.Contains(plain(m), "informer 254ms (77%) · kubelet 55.3ms (16%)") {
+		t.Errorf("where the time went:\n%s", plain(m))
+	}
+	for _, want := range []string{"endpointslice-controller update", "kwok delete", "replicaset-controller delete", "deployment-controller update"} {
+		press(t, m, "[")
+		if e, _ := c.tl.cursorEntry(); e.Writer+" "+e.Verb != want || !e.Critical {
+			t.Errorf("[: %s %s, want %s on the critical path", e.Writer, e.Verb, want)
+		}
+	}
+	press(t, m, "g")
 	for e, _ := c.tl.cursorEntry(); !e.Attempt; e, _ = c.tl.cursorEntry() {
 		press(t, m, "j")
 	}
+	failed, _ := c.tl.cursorEntry()
 	press(t, m, "3")
-	if ln := c.logs.lines[c.logs.cursor]; !strings.HasPrefix(ln.Msg, "Error syncing deployment") {
+	ln := c.logs.lines[c.logs.cursor]
+	if !strings.HasPrefix(ln.Msg, "Error syncing deployment") {
 		t.Errorf("the log line after the 409 is %q", ln.Msg)
+	}
+	if c.logs.links[ln.ID] != failed.EventID {
+		t.Errorf("the line after the 409 explains write %d, not the 409 %d", c.logs.links[ln.ID], failed.EventID)
 	}
 	press(t, m, "4")
 	cur, _ := c.revs.current()

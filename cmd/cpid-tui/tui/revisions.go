@@ -93,7 +93,8 @@ func (r *revisionsView) apply() {
 	r.shown = r.shown[:0:0]
 	f := strings.ToLower(r.filter)
 	for i, rv := range r.revs {
-		hay := strings.ToLower(strings.Join([]string{rv.Writer, withSub(rv.Verb, rv.Subresource), rv.ResourceVersion, rv.ChangeID, rv.CPID}, " "))
+		hay := strings.ToLower(strings.Join([]string{rv.Writer, withSub(rv.Verb, rv.Subresource), fmt.Sprint(rv.Code), rv.ResourceVersion,
+			rv.ChangeID, rv.CPID}, " "))
 		if f == "" || strings.Contains(hay, f) {
 			r.shown = append(r.shown, i)
 		}
@@ -195,10 +196,20 @@ func (r *revisionsView) view(w, h int) string {
 	if r.managed {
 		mf = "managedFields shown (m hides)"
 	}
-	lines := []string{s.dim.Render(fmt.Sprintf(" %s: %d writes%s%s · b marks the diff base · %s",
-		object(r.kind, r.ref.Namespace, r.ref.Name), len(r.revs), more, order, mf))}
-	writerW := max(10, min(26, (w-53)/2))
-	verbW := max(12, min(22, w-53-writerW))
+	good, failed := 0, 0
+	for _, rv := range r.revs {
+		if rv.Attempt {
+			failed++
+		} else {
+			good++
+		}
+	}
+	lines := []string{s.dim.Render(lines1(fmt.Sprintf(" %s: %s%s%s · b marks the diff base · %s",
+		object(r.kind, r.ref.Namespace, r.ref.Name), writes(good, failed), more, order, mf), w))}
+	// The verb (update/status 409) whole first, the writer's name in what
+	// is left, elided in its middle.
+	verbW := 17
+	writerW := max(10, min(26, w-4-5-8-13-verbW-2-5-12))
 	lines = append(lines, s.header.Render(fit("    "+fit("SEQ", 5)+fit("RV", 8)+fit("TIME", 13)+fit("WRITER", writerW+1)+
 		fit("VERB", verbW+1)+"BODY CHANGE", w)))
 	listH := max(2, min(len(r.shown), (h-2)/3))
@@ -217,23 +228,33 @@ func (r *revisionsView) view(w, h int) string {
 		}
 		verb := withSub(rv.Verb, rv.Subresource)
 		if rv.Attempt {
-			verb += fmt.Sprintf(" (failed %d)", rv.Code)
+			verb += fmt.Sprintf(" %d", rv.Code)
 		}
 		ch := ""
 		switch {
 		case rv.ChangeID == r.c.id:
-			ch = "this change"
+			ch = "this"
 		case rv.ChangeID != "":
-			ch = "change " + short(rv.ChangeID)
+			ch = short(rv.ChangeID)
 		}
 		body := "yes "
-		if rv.Object == "" {
+		switch {
+		case rv.Attempt:
+			body = "✕   "
+		case rv.Object == "":
 			body = "-   "
 		}
-		line := mark(i == r.cursor) + b + " " + fit(fmt.Sprintf("#%d", rv.Seq), 5) + fit(rv.ResourceVersion, 8) + fit(clock(rv.StageNS), 13) +
-			fit(rv.Writer, writerW) + " " + fit(verb, verbW) + " " + body + " " + ch
-		if i == r.cursor {
+		flag := " "
+		if len(r.c.tl.anoms[rv.EventID]) > 0 {
+			flag = "!"
+		}
+		line := mark(i == r.cursor) + b + flag + fit(fmt.Sprintf("#%d", rv.Seq), 5) + fit(rv.ResourceVersion, 8) + fit(clock(rv.StageNS), 13) +
+			fitName(rv.Writer, writerW) + " " + fit(verb, verbW) + " " + body + " " + ch
+		switch {
+		case i == r.cursor:
 			line = s.cursor.Render(fit(line, w))
+		case rv.Attempt:
+			line = s.failed.Render(line)
 		}
 		lines = append(lines, line)
 	}
@@ -276,7 +297,7 @@ func (r *revisionsView) diffView(cur, base, w, h int) []string {
 			ops = []diffOp{{' ', "(no difference)"}}
 		}
 	}
-	out := []string{s.header.Render(fit(head, w))}
+	out := []string{s.header.Render(lines1(head, w))}
 	r.diffTop = max(0, min(r.diffTop, len(ops)-(h-1)))
 	for _, o := range ops[min(r.diffTop, len(ops)):] {
 		if len(out) >= h {
@@ -302,8 +323,8 @@ func (r *revisionsView) status() string {
 		return "revisions of " + object(r.kind, r.ref.Namespace, r.ref.Name)
 	}
 	rv := r.revs[i]
-	return fmt.Sprintf("revision %d/%d  %s  #%d rv %s  %s", r.cursor+1, len(r.shown), object(r.kind, r.ref.Namespace, r.ref.Name),
-		rv.Seq, rv.ResourceVersion, rv.Writer)
+	return fmt.Sprintf("revision %d/%d  #%d rv %s  %s %s", r.cursor+1, len(r.shown), rv.Seq, rv.ResourceVersion, rv.Writer,
+		withSub(rv.Verb, rv.Subresource))
 }
 
 func (r *revisionsView) help() []key.Binding {

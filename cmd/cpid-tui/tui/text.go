@@ -24,22 +24,17 @@ func stamp(ns int64) string {
 	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000 UTC")
 }
 
-// dur formats a duration in ns, short.
-func dur(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d == 0:
-		return "0"
-	case d < 0:
-		return "-" + dur(-ns)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.1fms", float64(d)/1e6)
-	case d < time.Hour:
-		return fmt.Sprintf("%.1fs", d.Seconds())
+// dur formats a duration in ns as every view does (Duration).
+func dur(ns int64) string { return Duration(ns) }
+
+// offset formats a time since the change started: +36.7ms. A time before
+// it (a client logging before its request reached the apiserver) is said
+// as such, never as "+-".
+func offset(ns int64) string {
+	if ns < 0 {
+		return Duration(-ns) + " before"
 	}
-	return d.Round(time.Second).String()
+	return "+" + Duration(ns)
 }
 
 // object formats "Kind namespace/name".
@@ -48,6 +43,19 @@ func object(kind, ns, name string) string {
 		return kind + " " + name
 	}
 	return kind + " " + ns + "/" + name
+}
+
+// objectName is object() in at most w cells: the namespace elided first,
+// then the middle of the whole; padded to w.
+func objectName(kind, ns, name string, w int) string {
+	full := object(kind, ns, name)
+	if ansi.StringWidth(full) <= w {
+		return fit(full, w)
+	}
+	if room := w - ansi.StringWidth(kind) - 2 - ansi.StringWidth(name); ns != "" && room >= 2 {
+		return fit(kind+" "+elide(ns, room)+"/"+name, w)
+	}
+	return fitName(full, w)
 }
 
 // withSub appends "/subresource" to a verb.
@@ -75,7 +83,7 @@ func agent(ua string) string {
 }
 
 // fit truncates s (which may hold ANSI styles) to width w with an ellipsis
-// and pads it with spaces to exactly w cells.
+// and pads it with spaces to exactly w cells. Names go through fitName.
 func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
@@ -86,6 +94,31 @@ func fit(s string, w int) string {
 	}
 	return s + strings.Repeat(" ", w-n)
 }
+
+// elide shortens a name (plain text) to at most w cells by cutting out its
+// middle: a name's end tells objects apart (web-69d9c47cb6-89jcz), its
+// start says what it is, so neither is ever cut.
+func elide(s string, w int) string {
+	n := ansi.StringWidth(s)
+	if n <= w {
+		return s
+	}
+	if w <= 1 {
+		return ansi.Truncate(s, w, "")
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	h, t := ansi.Truncate(s, head, ""), ansi.TruncateLeft(s, n-tail, "")
+	// Not "web… patch": the cut against a space would read as a word cut
+	// at its end.
+	if strings.HasPrefix(t, " ") {
+		h, t = ansi.Truncate(s, head+1, ""), t[1:]
+	}
+	return h + "…" + t
+}
+
+// fitName is fit for a name: elided in the middle, then padded.
+func fitName(s string, w int) string { return fit(elide(s, w), w) }
 
 // right aligns s to the right of w cells.
 func right(s string, w int) string {
@@ -118,12 +151,82 @@ func spread(left, rightS string, w int) string {
 	return fit(left, w-rw-1) + " " + rightS
 }
 
+// spreadName is spread for a plain left part: elided in its middle, so
+// that the names at its end stay whole.
+func spreadName(left, rightS string, w int) string {
+	rw := ansi.StringWidth(rightS)
+	if rw+1 >= w {
+		return fitName(left, w)
+	}
+	return fitName(left, w-rw-1) + " " + rightS
+}
+
 // wrap breaks plain text into lines of at most w cells.
 func wrap(s string, w int) []string {
 	if w <= 0 {
 		return nil
 	}
 	return strings.Split(ansi.Hardwrap(ansi.Wordwrap(s, w, " ,"), w, true), "\n")
+}
+
+// lines lays sentences out in n lines of w cells: each wrapped at its
+// words, continued one cell in, every sentence given a line before any
+// gets a second. A sentence cut short ends with " …" between words, so
+// that no name is cut.
+func lines(w, n int, texts ...string) []string {
+	wrapped := make([][]string, len(texts))
+	alloc := make([]int, len(texts))
+	left := n
+	for i, t := range texts {
+		for j, l := range wrap(strings.TrimPrefix(t, " "), w-1) {
+			if j == 0 {
+				wrapped[i] = append(wrapped[i], " "+l)
+			} else {
+				wrapped[i] = append(wrapped[i], " "+strings.TrimLeft(l, " "))
+			}
+		}
+		if left > 0 {
+			alloc[i], left = 1, left-1
+		}
+	}
+	for i := range texts {
+		extra := min(left, len(wrapped[i])-alloc[i])
+		if extra > 0 {
+			alloc[i], left = alloc[i]+extra, left-extra
+		}
+	}
+	var out []string
+	for i, t := range texts {
+		ls := wrapped[i][:min(alloc[i], len(wrapped[i]))]
+		if len(ls) < len(wrapped[i]) && len(ls) > 0 {
+			// Cut short: wrapped again with room for " …".
+			short := wrap(strings.TrimPrefix(t, " "), w-3)
+			ls = ls[:0]
+			for j, l := range short[:len(wrapped[i][:alloc[i]])] {
+				if j > 0 {
+					l = strings.TrimLeft(l, " ")
+				}
+				ls = append(ls, " "+l)
+			}
+			ls[len(ls)-1] = cutWords(ls[len(ls)-1], w)
+		}
+		out = append(out, ls...)
+	}
+	return out
+}
+
+// cutWords ends a line that goes on: its last words dropped until " …"
+// fits in w cells.
+func cutWords(l string, w int) string {
+	l = strings.TrimRight(l, " ")
+	for ansi.StringWidth(l)+2 > w {
+		i := strings.LastIndex(strings.TrimRight(l, " "), " ")
+		if i <= 0 {
+			return ansi.Truncate(l, w-2, "") + " …"
+		}
+		l = l[:i]
+	}
+	return l + " …"
 }
 
 // window returns the first visible index of a list of n rows shown in h
@@ -147,12 +250,24 @@ func clamp(i, n int) int {
 	return max(0, min(i, n-1))
 }
 
-// plural says "1 write", "2 writes".
-func plural(n int, noun string) string {
+// plural says "1 write", "2 writes" (Plural).
+func plural(n int, noun string) string { return Plural(n, noun) }
+
+// count says "1 anomaly", "2 anomalies": plural for nouns without an s.
+func count(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// writes counts writes as every view does: the successful ones, and the
+// failed ones beside them: "45 writes, 3 failed".
+func writes(ok, failed int) string {
+	if failed == 0 {
+		return plural(ok, "write")
+	}
+	return fmt.Sprintf("%s, %d failed", plural(ok, "write"), failed)
 }
 
 // mark is the cursor marker column of a list row.

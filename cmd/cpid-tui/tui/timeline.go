@@ -40,6 +40,7 @@ type timelineView struct {
 	byObj   bool                        // lanes per object instead of per controller
 	anoms   map[int64][]cpid.AnomalyRow // by event
 	focus   int64                       // the write to put the cursor on once loaded (0: none)
+	slowest bool                        // put the cursor on the slowest hop once loaded
 }
 
 func (t *timelineView) set(ents []cpid.TimelineEntry, spans []cpid.ChangeSpan) {
@@ -52,14 +53,51 @@ func (t *timelineView) set(ents []cpid.TimelineEntry, spans []cpid.ChangeSpan) {
 	}
 	t.all, t.spans = ents, spans
 	t.apply(keep)
+	if t.slowest {
+		t.slowest = false
+		t.jumpSlowest()
+	}
+}
+
+// jumpSlowest puts the cursor on the write that waited longest for its
+// cause (the first of them), clearing a filter that hides it.
+func (t *timelineView) jumpSlowest() {
+	best := -1
+	for i, e := range t.all {
+		if e.CauseID != 0 && (best < 0 || e.HopNS > t.all[best].HopNS) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return
+	}
+	if !t.shows(t.all[best]) {
+		t.filter = ""
+	}
+	t.apply(t.all[best].EventID)
+}
+
+// stepCritical moves the cursor to the next (or previous) write of the
+// critical path in the list, from the cursor.
+func (t *timelineView) stepCritical(dir int) {
+	for i := t.cursor + dir; i >= 0 && i < len(t.ents); i += dir {
+		if t.ents[i].Critical {
+			t.cursor = i
+			return
+		}
+	}
+}
+
+// shows reports whether the filter keeps e.
+func (t *timelineView) shows(e cpid.TimelineEntry) bool {
+	return t.filter == "" || strings.Contains(strings.ToLower(t.entryText(e)), strings.ToLower(t.filter))
 }
 
 // apply filters the entries, keeping the cursor on event keep if it stays.
 func (t *timelineView) apply(keep int64) {
 	t.ents = t.ents[:0:0]
-	f := strings.ToLower(t.filter)
 	for _, e := range t.all {
-		if f == "" || strings.Contains(strings.ToLower(t.entryText(e)), f) {
+		if t.shows(e) {
 			t.ents = append(t.ents, e)
 		}
 	}
@@ -71,8 +109,15 @@ func (t *timelineView) apply(keep int64) {
 	t.cursor = clamp(t.cursor, len(t.ents))
 }
 
+// entryText is what the filter looks into: the writer, verb, object, HTTP
+// code, CPID, rule, why it waited, and its anomalies.
 func (t *timelineView) entryText(e cpid.TimelineEntry) string {
-	return strings.Join([]string{e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name), e.CPID, e.Rule, e.Origin}, " ")
+	parts := []string{e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name), fmt.Sprint(e.Code), e.CPID, e.Rule,
+		e.Origin, string(e.Explain), string(e.Confidence)}
+	for _, a := range t.anoms[e.EventID] {
+		parts = append(parts, "anomaly", a.Kind)
+	}
+	return strings.Join(parts, " ")
 }
 
 func (t *timelineView) cursorEntry() (cpid.TimelineEntry, bool) {
@@ -174,6 +219,12 @@ func (t *timelineView) update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.Lanes):
 		t.byObj = !t.byObj
 		t.laneTop = 0
+	case key.Matches(km, k.Slowest):
+		t.jumpSlowest()
+	case key.Matches(km, k.NextCritical):
+		t.stepCritical(1)
+	case key.Matches(km, k.PrevCritical):
+		t.stepCritical(-1)
 	case key.Matches(km, k.Open):
 		if e, ok := t.cursorEntry(); ok {
 			return t.c.openRevisions(cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}, e.Kind, e.EventID)
@@ -192,11 +243,15 @@ func (t *timelineView) view(w, h int) string {
 		return block([]string{"", "  the change has no writes"}, w, h)
 	}
 	lanes := t.lanes()
-	const detailH = 3
+	// The selected write's detail: a line more for its anomalies.
+	detailH := 3
+	if e, ok := t.cursorEntry(); ok && len(t.anoms[e.EventID]) > 0 {
+		detailH = 4
+	}
 	// The chart gets about half the height, the list the rest.
 	laneH := max(1, min(len(lanes), (h-detailH-4)/2))
 	listH := max(1, h-detailH-4-laneH)
-	labelW := min(24, max(12, w/4))
+	labelW := min(28, max(12, w/4))
 	chartW := max(10, w-labelW-3)
 	from, to := t.shown()
 	lo, _ := t.bounds()
@@ -211,9 +266,9 @@ func (t *timelineView) view(w, h int) string {
 		at = max(0, min(at, chartW-len([]rune(label))))
 		copy(axis[at:], []rune(label))
 	}
-	put(0, "+"+dur(from-lo))
-	put(chartW/2-4, "+"+dur((from+to)/2-lo))
-	put(chartW, "+"+dur(to-lo))
+	put(0, offset(from-lo))
+	put(chartW/2-4, offset((from+to)/2-lo))
+	put(chartW, offset(to-lo))
 	zoom := ""
 	if t.zoom > 1 {
 		zoom = fmt.Sprintf("zoom ×%g", t.zoom)
@@ -229,27 +284,27 @@ func (t *timelineView) view(w, h int) string {
 	}
 	t.laneTop = window(t.laneTop, curLane, len(lanes), laneH)
 	for i := t.laneTop; i < min(len(lanes), t.laneTop+laneH); i++ {
-		lines = append(lines, " "+fit(lanes[i], labelW)+"│"+t.lane(lanes[i], chartW, x, from, to)+"│")
+		lines = append(lines, " "+fitName(lanes[i], labelW)+"│"+t.lane(lanes[i], chartW, x, from, to)+"│")
 	}
 	// The cursor's position on the axis.
 	pointer := strings.Repeat(" ", chartW)
 	if haveCur && cur.NS >= from && cur.NS <= to {
 		at := x(cur.NS)
-		label := "▲ +" + dur(cur.NS-lo)
+		label := "▲ " + offset(cur.NS-lo)
 		if at+len([]rune(label)) > chartW {
-			label = "+" + dur(cur.NS-lo) + " ▲"
+			label = offset(cur.NS-lo) + " ▲"
 			at -= len([]rune(label)) - 1
 		}
 		pointer = fit(strings.Repeat(" ", max(0, at))+label, chartW)
 	}
 	lines = append(lines, " "+fit(s.dim.Render(plural(len(lanes), "lane")), labelW)+" "+pointer)
-	lines = append(lines, s.dim.Render(fit(" "+timeWent(t.all), w)))
+	lines = append(lines, s.dim.Render(lines1(" "+timeWent(t.all), w)))
 	writerW, verbW, objW, hopW := t.listWidths(w)
 	hopHead := "HOP"
 	if hopW == 0 {
 		hopHead = ""
 	}
-	lines = append(lines, s.header.Render(fit("    "+fit("AFTER", 10)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("OBJECT", objW+1)+hopHead, w)))
+	lines = append(lines, s.header.Render(fit("      "+fit("AFTER", 10)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("OBJECT", objW+1)+hopHead, w)))
 
 	t.listTop = window(t.listTop, t.cursor, len(t.ents), listH)
 	for i := t.listTop; i < min(len(t.ents), t.listTop+listH); i++ {
@@ -371,10 +426,10 @@ func (t *timelineView) lane(name string, w int, x func(int64) int, from, to int6
 func (t *timelineView) listWidths(w int) (writer, verb, obj, hop int) {
 	verb = 18
 	if w >= 90 {
-		hop = 20
+		hop = 20 + (w-90)/4
 	}
-	rest := max(20, w-2-2-10-(verb+1)-hop)
-	writer = min(22, rest*2/5)
+	rest := max(20, w-6-10-(verb+1)-hop)
+	writer = min(26, rest*2/5)
 	return writer, verb, rest - writer - 2, hop
 }
 
@@ -402,8 +457,8 @@ func (t *timelineView) row(i, w int, lo int64) string {
 	if hopW == 0 {
 		hop = ""
 	}
-	line := mark(i == t.cursor) + g + " " + fit("+"+dur(e.NS-lo), 9) + " " + fit(e.Writer, writerW) + " " + fit(verb, verbW) + " " +
-		fit(object(e.Kind, e.Namespace, e.Name), objW) + " " + hop
+	line := mark(i == t.cursor) + g + " " + t.flag(e) + " " + fit(offset(e.NS-lo), 9) + " " + fitName(e.Writer, writerW) + " " +
+		fit(verb, verbW) + " " + objectName(e.Kind, e.Namespace, e.Name, objW) + " " + hop
 	switch {
 	case i == t.cursor:
 		return s.cursor.Render(fit(line, w))
@@ -413,6 +468,18 @@ func (t *timelineView) row(i, w int, lo int64) string {
 		return s.failed.Render(line)
 	}
 	return line
+}
+
+// flag marks what to beware of in a write: ! an anomaly, ? a cause found
+// by time alone (heuristic).
+func (t *timelineView) flag(e cpid.TimelineEntry) string {
+	switch {
+	case len(t.anoms[e.EventID]) > 0:
+		return "!"
+	case e.Confidence == cpid.ConfidenceHeuristic:
+		return "?"
+	}
+	return " "
 }
 
 // detail describes the selected write and what caused it.
@@ -426,19 +493,26 @@ func (t *timelineView) detail(w int, lo int64) []string {
 	if e.Critical {
 		crit = " · on the critical path"
 	}
-	first := fmt.Sprintf(" %s +%s  %s %s %s%s", clock(e.NS), dur(e.NS-lo), e.Writer, withSub(e.Verb, e.Subresource),
+	first := fmt.Sprintf(" %s %s  %s %s %s%s", clock(e.NS), offset(e.NS-lo), e.Writer, withSub(e.Verb, e.Subresource),
 		object(e.Kind, e.Namespace, e.Name), crit)
 	if e.Attempt {
 		first += fmt.Sprintf(" · failed %d", e.Code)
 	}
+	var anomalies []string
+	for _, a := range t.anoms[e.EventID] {
+		anomalies = append(anomalies, "! anomaly "+a.Kind+": "+a.Detail)
+	}
 	second := " started the change"
 	if e.CauseID != 0 {
-		second = fmt.Sprintf(" caused by audit event %d (rule %s), visible at +%s; hop %s", e.CauseID, e.Rule, dur(e.CauseNS-lo), dur(e.HopNS))
+		second = fmt.Sprintf(" caused by audit event %d (rule %s), visible at %s; hop %s", e.CauseID, e.Rule, offset(e.CauseNS-lo), dur(e.HopNS))
 		for _, c := range t.all {
 			if c.EventID == e.CauseID {
-				second = fmt.Sprintf(" caused by %s %s %s at +%s (rule %s); hop %s", c.Writer, withSub(c.Verb, c.Subresource),
-					object(c.Kind, c.Namespace, c.Name), dur(c.NS-lo), e.Rule, dur(e.HopNS))
+				second = fmt.Sprintf(" caused by %s %s %s at %s (rule %s); hop %s", c.Writer, withSub(c.Verb, c.Subresource),
+					object(c.Kind, c.Namespace, c.Name), offset(c.NS-lo), e.Rule, dur(e.HopNS))
 			}
+		}
+		if e.Confidence == cpid.ConfidenceHeuristic {
+			second += " · ? found by time alone (heuristic): nothing names the cause"
 		}
 	}
 	if e.Explain != "" {
@@ -450,10 +524,10 @@ func (t *timelineView) detail(w int, lo int64) []string {
 	if e.CPID != "" {
 		second += fmt.Sprintf(" · CPID %s (%s)", short(e.CPID), e.Origin)
 	}
-	for _, a := range t.anoms[e.EventID] {
-		first += " · anomaly " + a.Kind + ": " + a.Detail
+	if len(anomalies) > 0 {
+		return append([]string{s.dim.Render(strings.Repeat("─", w))}, lines(w, 3, first, " "+strings.Join(anomalies, " · "), second)...)
 	}
-	return []string{s.dim.Render(strings.Repeat("─", w)), first, second}
+	return append([]string{s.dim.Render(strings.Repeat("─", w))}, lines(w, 2, first, second)...)
 }
 
 func (t *timelineView) status() string {
@@ -461,7 +535,7 @@ func (t *timelineView) status() string {
 	if !ok {
 		return "timeline"
 	}
-	return fmt.Sprintf("write %d/%d  %s %s %s", t.cursor+1, len(t.ents), e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))
+	return fmt.Sprintf("%d/%d  %s %s %s", t.cursor+1, len(t.ents), e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))
 }
 
 func (t *timelineView) help() []key.Binding {
@@ -471,7 +545,7 @@ func (t *timelineView) help() []key.Binding {
 
 func (t *timelineView) hints() []key.Binding {
 	k := &t.c.a.keys
-	return []key.Binding{k.ZoomIn, k.ZoomOut, k.Lanes, k.Open}
+	return []key.Binding{k.Slowest, k.NextCritical, k.ZoomIn, k.ZoomOut, k.Lanes, k.Open}
 }
 
 func (t *timelineView) filterText() string { return t.filter }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -236,17 +237,19 @@ func openChange(t *testing.T, m *Model, i int) *changeScreen {
 const rollout = 1
 
 func TestGoldenScreens(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		w, h int
-		keys []string
-		text string // typed after keys
-	}{
+	type screen struct {
+		name    string
+		fixture string // fixtures/NAME, basic when ""
+		w, h    int
+		keys    []string
+		text    string // typed after keys
+	}
+	cases := []screen{
 		{name: "changes", w: 100, h: 30},
 		{name: "changes-sort-duration", w: 100, h: 30, keys: []string{"s"}},
 		{name: "changes-filter", w: 100, h: 30, keys: []string{"/"}, text: "service"},
 		{name: "change-dag", w: 100, h: 30, keys: []string{"j", "enter"}},
-		{name: "change-dag-collapsed", w: 100, h: 30, keys: []string{"j", "enter", "j", "j", "j", "j", "j", "space"}},
+		{name: "change-dag-collapsed", w: 100, h: 30, keys: []string{"j", "enter", "j", "j", "j", "j", "space"}},
 		{name: "change-timeline", w: 100, h: 30, keys: []string{"j", "enter", "tab", "j", "j", "j", "j"}},
 		{name: "change-timeline-zoom", w: 100, h: 30, keys: []string{"j", "enter", "2", "G", "+", "+"}},
 		{name: "change-timeline-objects", w: 100, h: 30, keys: []string{"j", "enter", "2", "v", "j", "j"}},
@@ -256,18 +259,43 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "change-revisions-first", w: 100, h: 30, keys: []string{"j", "enter", "4", "g"}},
 		{name: "help-changes", w: 100, h: 30, keys: []string{"?"}},
 		{name: "help-timeline", w: 100, h: 30, keys: []string{"j", "enter", "2", "?"}},
-		{name: "changes-80x24", w: 80, h: 24},
-		{name: "change-dag-80x24", w: 80, h: 24, keys: []string{"j", "enter"}},
-		{name: "change-timeline-80x24", w: 80, h: 24, keys: []string{"j", "enter", "2", "j", "j", "j"}},
-		{name: "change-logs-80x24", w: 80, h: 24, keys: []string{"j", "enter", "2", "j", "j", "j", "3"}},
-		{name: "change-revisions-80x24", w: 80, h: 24, keys: []string{"j", "enter", "4"}},
 		{name: "history", w: 100, h: 30, keys: []string{"j", "enter", "2", "j", "H"}},
 		{name: "history-revisions-80x24", w: 80, h: 24, keys: []string{"j", "enter", "4", "H", "k"}},
-	} {
+	}
+	// Every view at 80x24 and 160x48.
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		for _, v := range []screen{
+			{name: "changes"},
+			{name: "changes-marked", keys: []string{"j", "j", "j", "space", "k"}},
+			{name: "command", keys: []string{":"}, text: "history deploy/web"},
+			{name: "change-dag", keys: []string{"j", "enter"}},
+			{name: "change-dag-nested", fixture: "figure-5", keys: []string{"enter"}},
+			{name: "change-timeline", keys: []string{"j", "enter", "2", "j", "j", "j"}},
+			{name: "change-timeline-slowest", keys: []string{"j", "enter", "S"}},
+			{name: "change-logs", keys: []string{"j", "enter", "2", "j", "j", "j", "3"}},
+			{name: "change-logs-instrumented", fixture: "instrumented", keys: []string{"j", "enter", "2", "j", "j", "j", "3"}},
+			{name: "change-revisions", keys: []string{"j", "enter", "4"}},
+			{name: "history", keys: []string{"j", "enter", "2", "j", "H"}},
+			{name: "help", keys: []string{"j", "enter", "2", "?"}},
+			{name: "anomalies", fixture: "node-loss", keys: []string{":"}, text: "anomalies\n"},
+			{name: "change-timeline-anomaly", fixture: "node-loss", keys: []string{":"}, text: "anomalies\n\n"},
+			{name: "diff", keys: []string{"j", "j", "j", "space", "k", "d"}},
+		} {
+			v.name = fmt.Sprintf("%s-%dx%d", v.name, size[0], size[1])
+			v.w, v.h = size[0], size[1]
+			cases = append(cases, v)
+		}
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := newTest(t, c.w, c.h, Options{})
+			m := newTestOf(t, cmp.Or(c.fixture, "basic"), c.w, c.h, Options{})
 			press(t, m, c.keys...)
-			typeText(t, m, c.text)
+			for _, part := range strings.SplitAfter(c.text, "\n") {
+				typeText(t, m, strings.TrimSuffix(part, "\n"))
+				if strings.HasSuffix(part, "\n") {
+					press(t, m, "enter")
+				}
+			}
 			checkSize(t, m, c.w, c.h)
 			golden(t, m, c.name)
 		})

@@ -1,0 +1,186 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// command is one of what the command line (:, as in k9s) takes.
+type command struct {
+	name    string
+	aliases []string
+	usage   string
+	run     func(m *Model, args []string) tea.Cmd
+}
+
+// commands are the command line's, in the order the help lists them.
+var commands = []command{
+	{"changes", []string{"c", "ch"}, "changes", func(m *Model, _ []string) tea.Cmd {
+		return func() tea.Msg { return rootMsg{} }
+	}},
+	{"history", []string{"h", "hist"}, "history TYPE/NAME [-n NAMESPACE]", (*Model).historyCommand},
+	{"anomalies", []string{"a", "an"}, "anomalies", func(m *Model, _ []string) tea.Cmd { return push(newAnomalies(m.a)) }},
+	{"diff", []string{"d"}, "diff ID1 ID2", (*Model).diffCommand},
+	{"change", []string{"open", "o"}, "change ID", (*Model).changeCommand},
+	{"help", []string{"?"}, "help", func(m *Model, _ []string) tea.Cmd { m.help = true; return nil }},
+	{"quit", []string{"q", "q!", "exit"}, "quit", func(*Model, []string) tea.Cmd { return tea.Quit }},
+}
+
+// usages lists the commands for people.
+func usages() string {
+	var us []string
+	for _, c := range commands {
+		us = append(us, c.usage)
+	}
+	return strings.Join(us, " · ")
+}
+
+// lookup finds a command by its name, an alias, or a prefix of one name.
+func lookup(name string) (command, bool) {
+	name = strings.ToLower(name)
+	var found []command
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+		for _, a := range c.aliases {
+			if a == name {
+				return c, true
+			}
+		}
+		if strings.HasPrefix(c.name, name) {
+			found = append(found, c)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return command{}, false
+}
+
+// complete completes the command name of a line being typed.
+func complete(line string) string {
+	if strings.Contains(strings.TrimLeft(line, " "), " ") {
+		return line
+	}
+	if c, ok := lookup(strings.TrimSpace(line)); ok && strings.TrimSpace(line) != "" {
+		return c.name + " "
+	}
+	return line
+}
+
+// command runs a command line.
+func (m *Model) command(line string) tea.Cmd {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return nil
+	}
+	c, ok := lookup(fields[0])
+	if !ok {
+		return notice(fmt.Sprintf("unknown command %q: %s", fields[0], usages()))
+	}
+	return c.run(m, fields[1:])
+}
+
+// historyCommand opens the history of the object a kubectl-style
+// reference names (deploy/web, deployments.apps/web, pod web-x -n ns),
+// found as cpid-tui history finds it; several objects of that name are
+// listed to choose from.
+func (m *Model) historyCommand(args []string) tea.Cmd {
+	var ns string
+	var ref []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-n" || a == "--namespace":
+			if i+1 == len(args) {
+				return notice(a + " wants a namespace")
+			}
+			ns, i = args[i+1], i+1
+		case strings.HasPrefix(a, "-n="), strings.HasPrefix(a, "--namespace="):
+			_, ns, _ = strings.Cut(a, "=")
+		default:
+			ref = append(ref, a)
+		}
+	}
+	r, err := cpid.ParseRef(ref)
+	if err != nil {
+		return notice("history: " + err.Error())
+	}
+	a := m.a
+	return func() tea.Msg {
+		q := cpid.ObjectQuery{ResourceMatch: r.ResourceMatch, Name: r.Name, Namespace: ns, AllNamespaces: ns == "" || r.Scope == cpid.ScopeCluster}
+		ms, err := a.st.Objects(a.ctx, q)
+		switch {
+		case err != nil:
+			return noticeMsg("history: " + err.Error())
+		case len(ms) == 0 && ns != "":
+			return noticeMsg(fmt.Sprintf("history: no writes of %s in namespace %s", r, ns))
+		case len(ms) == 0:
+			return noticeMsg(fmt.Sprintf("history: no writes of %s", r))
+		case len(ms) == 1:
+			return pushMsg{newHistory(a, ms[0].ObjectKey, cpid.KindOf("", ms[0].Resource), "", 0)}
+		}
+		return pushMsg{newObjects(a, r.String(), ms)}
+	}
+}
+
+// diffCommand compares two changes, by ids or unique prefixes.
+func (m *Model) diffCommand(args []string) tea.Cmd {
+	if len(args) != 2 {
+		return notice("diff wants two change ids: diff ID1 ID2 (or space marks one in the list, d compares)")
+	}
+	a := m.a
+	return func() tea.Msg {
+		var ids [2]string
+		for i, id := range args {
+			full, err := resolve(a.ctx, a.st, id)
+			if err != nil {
+				return noticeMsg("diff: " + err.Error())
+			}
+			ids[i] = full
+		}
+		return pushMsg{newCompare(a, ids[0], ids[1])}
+	}
+}
+
+// changeCommand opens a change by its id or a unique prefix.
+func (m *Model) changeCommand(args []string) tea.Cmd {
+	if len(args) != 1 {
+		return notice("change wants one change id")
+	}
+	a := m.a
+	return func() tea.Msg {
+		id, err := resolve(a.ctx, a.st, args[0])
+		if err != nil {
+			return noticeMsg("change: " + err.Error())
+		}
+		return pushMsg{newChange(a, id)}
+	}
+}
+
+// resolve returns the id of the change that id is, or the one change
+// whose id starts with it.
+func resolve(ctx context.Context, st cpid.ChangeReader, id string) (string, error) {
+	cs, err := st.Changes(ctx, cpid.ChangeQuery{IDPrefix: id, Limit: 3})
+	if err != nil {
+		return "", err
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			return id, nil
+		}
+	}
+	switch len(cs) {
+	case 0:
+		return "", fmt.Errorf("no change %q", id)
+	case 1:
+		return cs[0].ID, nil
+	}
+	return "", errors.New("change id " + id + " starts several changes' ids: give more of it")
+}

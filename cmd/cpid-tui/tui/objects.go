@@ -1,0 +1,119 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// objectsScreen lists the objects a reference of :history names when it
+// names several (web in two namespaces): enter opens the history of one.
+type objectsScreen struct {
+	a      *app
+	ref    string
+	all    []cpid.ObjectMatch
+	rows   []cpid.ObjectMatch
+	filter string
+	cursor int
+	top    int
+}
+
+func newObjects(a *app, ref string, ms []cpid.ObjectMatch) *objectsScreen {
+	return &objectsScreen{a: a, ref: ref, all: ms, rows: ms}
+}
+
+func (o *objectsScreen) crumb() string { return "objects named " + o.ref }
+
+func (o *objectsScreen) load() tea.Cmd { return nil }
+
+func (o *objectsScreen) name(m cpid.ObjectMatch) string {
+	kind := cpid.KindOf("", m.Resource)
+	if m.Group != "" {
+		kind += "." + m.Group
+	}
+	return object(kind, m.Namespace, m.Name)
+}
+
+func (o *objectsScreen) update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	k := &o.a.keys
+	n := len(o.rows)
+	switch {
+	case key.Matches(km, k.Up):
+		o.cursor = clamp(o.cursor-1, n)
+	case key.Matches(km, k.Down):
+		o.cursor = clamp(o.cursor+1, n)
+	case key.Matches(km, k.Top):
+		o.cursor = 0
+	case key.Matches(km, k.Bottom):
+		o.cursor = clamp(n-1, n)
+	case key.Matches(km, k.Open):
+		if o.cursor < n {
+			m := o.rows[o.cursor]
+			return push(newHistory(o.a, m.ObjectKey, cpid.KindOf("", m.Resource), "", 0))
+		}
+	}
+	return nil
+}
+
+func (o *objectsScreen) view(w, h int) string {
+	s := &o.a.sty
+	clusters := len(o.all) > 0 && o.all[0].Cluster != o.all[len(o.all)-1].Cluster
+	lines := []string{s.dim.Render(fmt.Sprintf(" %s names %s: enter opens the history of one", o.ref, plural(len(o.all), "object")))}
+	nameW := max(20, w-4-11-27-12)
+	lines = append(lines, s.header.Render(fit("    "+fit("OBJECT", nameW+1)+fit("WRITES", 11)+fit("FIRST TO LAST", 27)+"CLUSTER", w)))
+	listH := max(1, h-len(lines))
+	o.top = window(o.top, o.cursor, len(o.rows), listH)
+	for i := o.top; i < min(len(o.rows), o.top+listH); i++ {
+		m := o.rows[i]
+		cl := ""
+		if clusters {
+			cl = m.Cluster
+		}
+		line := mark(i == o.cursor) + "  " + fitName(o.name(m), nameW) + " " + right(fmt.Sprint(m.Writes), 6) + "     " +
+			fit(clock(m.FirstNS)+" to "+clock(m.LastNS), 27) + cl
+		if i == o.cursor {
+			line = s.cursor.Render(fit(line, w))
+		}
+		lines = append(lines, line)
+	}
+	if len(o.rows) == 0 {
+		lines = append(lines, "  no object matches the filter")
+	}
+	return block(lines, w, h)
+}
+
+func (o *objectsScreen) status() string {
+	if o.cursor < len(o.rows) {
+		return fmt.Sprintf("object %d/%d  %s", o.cursor+1, len(o.rows), o.name(o.rows[o.cursor]))
+	}
+	return o.crumb()
+}
+
+func (o *objectsScreen) help() []key.Binding {
+	k := &o.a.keys
+	return []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.Open}
+}
+
+func (o *objectsScreen) hints() []key.Binding { return []key.Binding{o.a.keys.Open} }
+
+func (o *objectsScreen) filterText() string { return o.filter }
+
+func (o *objectsScreen) setFilter(f string) tea.Cmd {
+	o.filter = f
+	o.rows = o.rows[:0:0]
+	for _, m := range o.all {
+		if strings.Contains(strings.ToLower(o.name(m)+" "+m.Cluster), strings.ToLower(f)) {
+			o.rows = append(o.rows, m)
+		}
+	}
+	o.cursor = clamp(o.cursor, len(o.rows))
+	return nil
+}
