@@ -346,8 +346,13 @@ func TestContractRead(t *testing.T) {
 					}
 					if e.CPID != "" {
 						cp := e.CPID
-						read("related "+cp, func(r cpid.ChangeReader) (any, error) { return r.Related(ctx, cp) })
+						rel, _ := read("related "+cp, func(r cpid.ChangeReader) (any, error) { return r.Related(ctx, cp) }).([]string)
 						read("origins "+cp, func(r cpid.ChangeReader) (any, error) { return r.Origins(ctx, cp) })
+						// A CPID of the merge graph is found by a prefix.
+						cps := read("cpids "+cp[:4], func(r cpid.ChangeReader) (any, error) { return r.CPIDs(ctx, cp[:4], 1000) }).([]string)
+						if len(rel) > 0 && !slices.Contains(cps, cp) {
+							t.Errorf("CPIDs %s: %v, without %s", cp[:4], cps, cp)
+						}
 						read("linked "+cp, func(r cpid.ChangeReader) (any, error) { return r.LinkedChanges(ctx, id, cp, false) })
 						read("linked up "+cp, func(r cpid.ChangeReader) (any, error) { return r.LinkedChanges(ctx, id, cp, true) })
 						read("carrying "+cp, func(r cpid.ChangeReader) (any, error) { return r.ChangesCarrying(ctx, []string{cp}) })

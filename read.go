@@ -315,6 +315,10 @@ type ChangeReader interface {
 	// Origins every CPID it descends from.
 	Related(ctx context.Context, cpid string) ([]string, error)
 	Origins(ctx context.Context, cpid string) ([]string, error)
+	// CPIDs returns the CPIDs of the merge graph that start with prefix,
+	// in order, at most limit: a CPID given by a prefix, as change ids
+	// are.
+	CPIDs(ctx context.Context, prefix string, limit int) ([]string, error)
 	Spans(ctx context.Context, change string) ([]SpanRow, error)
 	PodWrites(ctx context.Context, change string) ([]PodWrite, error)
 	Hops(ctx context.Context, change string) ([]Hop, error)

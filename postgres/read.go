@@ -481,6 +481,13 @@ func (s *Store) Origins(ctx context.Context, id string) ([]string, error) {
 	return s.dag(ctx, id, true)
 }
 
+// CPIDs returns the CPIDs of the merge graph that start with prefix.
+func (s *Store) CPIDs(ctx context.Context, prefix string, limit int) ([]string, error) {
+	return strs(ctx, s.pool, `SELECT cpid FROM (SELECT cpid FROM mergelogs WHERE starts_with(cpid, $1)
+		UNION SELECT source_cpid FROM mergelog_sources WHERE starts_with(source_cpid, $1)) c
+		ORDER BY cpid COLLATE "C" LIMIT $2`, prefix, limit)
+}
+
 func (s *Store) dag(ctx context.Context, id string, up bool) ([]string, error) {
 	var in bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mergelogs WHERE cpid = $1)

@@ -61,6 +61,14 @@ func (s *Store) Origins(ctx context.Context, cpid string) ([]string, error) {
 	return s.walk(ctx, cpid, ancestorsOf("anc", "?1")+` SELECT cpid FROM anc ORDER BY cpid != ?1, cpid`)
 }
 
+// CPIDs returns the CPIDs of the merge graph that start with prefix.
+func (s *Store) CPIDs(ctx context.Context, prefix string, limit int) ([]string, error) {
+	// A range, not LIKE: SQLite's LIKE ignores case and uses no index.
+	return column(ctx, s.r, `SELECT cpid FROM mergelogs WHERE cpid >= ?1 AND cpid < ?1 || char(1114111)
+		UNION SELECT source_cpid FROM mergelog_sources WHERE source_cpid >= ?1 AND source_cpid < ?1 || char(1114111)
+		ORDER BY 1 LIMIT ?2`, prefix, limit)
+}
+
 func (s *Store) walk(ctx context.Context, cpid, q string) ([]string, error) {
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM mergelogs WHERE cpid = ?1)

@@ -251,6 +251,10 @@ func (p printableReader) Origins(ctx context.Context, id string) ([]string, erro
 	return printed(p.st.Origins(ctx, id))
 }
 
+func (p printableReader) CPIDs(ctx context.Context, prefix string, limit int) ([]string, error) {
+	return printed(p.st.CPIDs(ctx, prefix, limit))
+}
+
 func (p printableReader) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error) {
 	return printed(p.st.Spans(ctx, change))
 }
