@@ -306,7 +306,7 @@ func TestRelated(t *testing.T) {
 	db := figure5Reconstructed(t)
 	ids := figureChanges(t, db)
 	for _, id := range ids[:2] {
-		code, out, e := runCmd(t, nil, "query", "related", id[:8], "--db", db)
+		code, out, e := runCmd(t, nil, "query", "related", id[:8], "--db", db, "-o", "wide")
 		if code != 0 {
 			t.Fatalf("related %s: %d %s", id[:8], code, e)
 		}
@@ -317,6 +317,13 @@ func TestRelated(t *testing.T) {
 		var rs []relatedRow
 		if err := json.Unmarshal([]byte(js), &rs); err != nil || len(rs) == 0 || rs[0].CPID != id || len(rs[0].Objects) == 0 || len(rs[0].Writers) == 0 {
 			t.Errorf("related %s -o json: %v %s", id, err, js)
+		}
+		// A CPID that is not a change's: by a prefix too, in origins.
+		for _, r := range rs[1:] {
+			code, out, e := runCmd(t, nil, "query", "origins", r.CPID[:8], "--db", db, "-o", "name")
+			if code != 0 || !strings.Contains(out, r.CPID) || !strings.Contains(out, id) {
+				t.Errorf("origins %s: %d %s\n%s\nwant %s and %s", r.CPID[:8], code, e, out, r.CPID, id)
+			}
 		}
 	}
 }
@@ -344,6 +351,15 @@ func TestPruneDryRun(t *testing.T) {
 	}
 	if n := count(); n != n0 {
 		t.Errorf("--dry-run deleted: %d mergelogs, %d before", n, n0)
+	}
+	// --keep takes a prefix: the CPID kept is not listed.
+	kept := strings.Fields(names)[0]
+	_, again, _ := runCmd(t, nil, "prune", "--db", db, "--max-cpids", "3", "--dry-run", "-o", "name", "--keep", kept[:8])
+	if strings.Contains(again, kept) {
+		t.Errorf("--keep %s: still listed\n%s", kept[:8], again)
+	}
+	if code, _, e := runCmd(t, nil, "prune", "--db", db, "--max-cpids", "3", "--keep", "zzzz"); code != 1 || !strings.Contains(e, `no CPID "zzzz"`) {
+		t.Errorf("--keep zzzz: %d %s", code, e)
 	}
 }
 

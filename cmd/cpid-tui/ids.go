@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -45,4 +46,30 @@ func resolveChange(ctx context.Context, st cpid.ChangeReader, id string) (string
 	}
 	b.WriteString("\ngive more of the id")
 	return "", fmt.Errorf("%w: %s", errAmbiguous, b.String())
+}
+
+// resolveCPID returns the CPID that id names: that CPID of the merge graph,
+// else the one that starts with it; a prefix of several is an error
+// (errAmbiguous) listing them.
+func resolveCPID(ctx context.Context, st cpid.ChangeReader, id string) (string, error) {
+	if id == "" {
+		return "", errors.New("no CPID given")
+	}
+	cs, err := st.CPIDs(ctx, id, maxCandidates+1)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case slices.Contains(cs, id):
+		return id, nil
+	case len(cs) == 0:
+		return "", fmt.Errorf("no CPID %q in the merge graph (a change's id is its root CPID: cpid-tui query changes lists them)", id)
+	case len(cs) == 1:
+		return cs[0], nil
+	}
+	n := fmt.Sprint(len(cs))
+	if len(cs) > maxCandidates {
+		cs, n = cs[:maxCandidates], fmt.Sprintf("more than %d", maxCandidates)
+	}
+	return "", fmt.Errorf("%w: CPID %q is ambiguous: it starts %s CPIDs:\n  %s\ngive more of it", errAmbiguous, id, n, strings.Join(cs, "\n  "))
 }

@@ -58,7 +58,7 @@ func setupPrune(c *cobra.Command, e *env) runFunc {
 	olderThan := fs.Duration("older-than", 0, "delete roots older than this, before the newest mergelog (0: no age budget)")
 	dry := fs.Bool("dry-run", false, "say what would be deleted, delete nothing")
 	var keep stringList
-	fs.Var(&keep, "keep", "never delete this root CPID (repeatable)")
+	fs.Var(&keep, "keep", "never delete this root CPID, or the one a unique prefix names (repeatable)")
 	return func(ctx context.Context, args []string) error {
 		if len(args) > 0 || (*maxCPIDs <= 0 && *olderThan <= 0) {
 			return usagef("give --max-cpids or --older-than")
@@ -74,7 +74,11 @@ func setupPrune(c *cobra.Command, e *env) runFunc {
 		if len(keep) > 0 {
 			pinned := map[string]bool{}
 			for _, k := range keep {
-				pinned[k] = true
+				full, err := resolveCPID(ctx, st, k)
+				if err != nil {
+					return fmt.Errorf("--keep: %w", err)
+				}
+				pinned[full] = true
 			}
 			b.Keep = func(c string) bool { return pinned[c] }
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -31,25 +30,19 @@ type relatedRow struct {
 
 // related lists the CPIDs descending from a CPID (or, for origins, that it
 // descends from), each with its first write, writers and objects from the
-// merge DAGs of the changes that carry them. The CPID may be a change's id
-// (its root CPID) or a unique prefix of one, or any CPID in full.
+// merge DAGs of the changes that carry them. The CPID may be any CPID of
+// the merge graph (a change's id is its root CPID) or a unique prefix of
+// one.
 func (q queryRun) related(ctx context.Context, which, id string) error {
 	f := q.st.Related
 	if which == "origins" {
 		f = q.st.Origins
 	}
-	ids, err := f(ctx, id)
-	if err != nil && len(id) < 36 {
-		// Not a CPID in full: a change's id, or a prefix of one.
-		full, rerr := resolveChange(ctx, q.st, id)
-		if rerr != nil {
-			if errors.Is(rerr, errAmbiguous) {
-				return rerr
-			}
-			return fmt.Errorf("%w; %v", err, rerr)
-		}
-		ids, err = f(ctx, full)
+	full, err := resolveCPID(ctx, q.st, id)
+	if err != nil {
+		return err
 	}
+	ids, err := f(ctx, full)
 	if err != nil {
 		return err
 	}
