@@ -96,7 +96,12 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 		if code != 0 {
 			args = append(args, code)
 			num = len(args)
-			writes += ` OR e.code = $%[3]d`
+			// A failing code is a failed write's: only those are read.
+			if code >= 300 {
+				writes += ` OR r.attempt <> 0 AND e.code = $%[3]d`
+			} else {
+				writes += ` OR e.code = $%[3]d`
+			}
 		}
 		if verb || code != 0 {
 			join = ` JOIN audit_events e ON e.id = r.event_id`

@@ -68,7 +68,14 @@ func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 			a = append(a, raw)
 		}
 		if code != 0 {
-			conds += ` OR c.id IN (SELECT r.change_id FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id IS NOT NULL AND e.code = ?)`
+			// A failing code is a failed write's: only those are read.
+			failed := ""
+			if code >= 300 {
+				failed = " AND r.attempt <> 0"
+			}
+			// CROSS JOIN: from the revisions (SQLite would scan every event).
+			conds += ` OR c.id IN (SELECT r.change_id FROM revisions r CROSS JOIN audit_events e ON e.id = r.event_id WHERE r.change_id IS NOT NULL` +
+				failed + ` AND e.code = ?)`
 			a = append(a, code)
 		}
 		add(`(`+conds+`)`, a...)
