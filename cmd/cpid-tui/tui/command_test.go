@@ -2,9 +2,12 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
@@ -144,6 +147,11 @@ func TestHistoryAmbiguous(t *testing.T) {
 	o, ok := m.top().(*objectsScreen)
 	if !ok || len(o.rows) != 2 || !strings.Contains(plain(m), "Deployment.apps/web names 2 objects") {
 		t.Fatalf(":history deploy/web in a fleet opened %T\n%s", m.top(), plain(m))
+	}
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		drive(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		checkSize(t, m, size[0], size[1])
+		golden(t, m, fmt.Sprintf("objects-%dx%d", size[0], size[1]))
 	}
 	press(t, m, "j", "enter")
 	h, ok := m.top().(*historyScreen)

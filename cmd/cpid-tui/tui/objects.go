@@ -66,9 +66,10 @@ func (o *objectsScreen) update(msg tea.Msg) tea.Cmd {
 func (o *objectsScreen) view(w, h int) string {
 	s := &o.a.sty
 	clusters := len(o.all) > 0 && o.all[0].Cluster != o.all[len(o.all)-1].Cluster
-	lines := []string{s.dim.Render(fmt.Sprintf(" %s names %s: enter opens the history of one", o.ref, plural(len(o.all), "object")))}
-	nameW := max(20, w-4-11-27-12)
-	lines = append(lines, s.header.Render(fit("    "+fit("OBJECT", nameW+1)+fit("WRITES", 11)+fit("FIRST TO LAST", 27)+"CLUSTER", w)))
+	lines := []string{s.dim.Render(lines1(fmt.Sprintf(" %s names %s: enter opens the history of one", o.ref,
+		plural(len(o.all), "object")), w))}
+	nameW := max(20, w-4-11-30-10)
+	lines = append(lines, s.header.Render(fit("    "+fit("OBJECT", nameW+1)+right("ALL WRITES", 10)+"  "+fit("FIRST TO LAST", 29)+"CLUSTER", w)))
 	listH := max(1, h-len(lines))
 	o.top = window(o.top, o.cursor, len(o.rows), listH)
 	for i := o.top; i < min(len(o.rows), o.top+listH); i++ {
@@ -77,8 +78,12 @@ func (o *objectsScreen) view(w, h int) string {
 		if clusters {
 			cl = m.Cluster
 		}
-		line := mark(i == o.cursor) + "  " + fitName(o.name(m), nameW) + " " + right(fmt.Sprint(m.Writes), 6) + "     " +
-			fit(clock(m.FirstNS)+" to "+clock(m.LastNS), 27) + cl
+		kind := cpid.KindOf("", m.Resource)
+		if m.Group != "" {
+			kind += "." + m.Group
+		}
+		line := mark(i == o.cursor) + "  " + objectName(kind, m.Namespace, m.Name, nameW) + " " + right(fmt.Sprint(m.Writes), 10) + "  " +
+			fit(clock(m.FirstNS)+" to "+clock(m.LastNS), 29) + cl
 		if i == o.cursor {
 			line = s.cursor.Render(fit(line, w))
 		}
