@@ -25,8 +25,12 @@ Opens a terminal UI on a database that ingest and reconstruct filled: the
 root changes, newest first; for one change its merge DAG, a timeline with one
 lane per controller and the critical path, its controllers' log lines, and
 the revisions of its objects with a diff between any two. Press ? for the
-keys, q to quit. When tail writes to the same database, the view refreshes
-and keeps its cursor. NO_COLOR turns colors off; 80x24 is enough.
+keys, q to quit: / filters (names, writers, verbs, HTTP codes), S jumps to
+a change's slowest hop and ] [ walk its critical path, space and d compare
+two changes, and : takes commands as k9s does (:history deploy/web,
+:anomalies, :diff ID1 ID2, :changes). When tail writes to the same
+database, the view refreshes and keeps its cursor. NO_COLOR turns colors
+off; 80x24 is enough (docs/TUI.md).
 
 For scripts, cpid-tui query gives the same data as tables, JSON or CSV.`
 
