@@ -76,7 +76,7 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 	format := fs.String("format", "otlp", "otlp, jaeger or perfetto")
 	out := fs.StringP("output", "o", "", "write to this file; - is standard output (the default unless --otlp-endpoint is given)")
 	all := fs.Bool("all", false, "every change")
-	filter := fs.String("filter", "", "the changes whose namespace, name, kind, user or id contains this (as query changes)")
+	filter := fs.String("filter", "", "the changes whose namespace, name, kind, user or id contains this, or with a write whose object name, writer or verb does or whose HTTP code it is (as query changes)")
 	limit := fs.Int("limit", 0, "at most this many changes, newest first (0: all)")
 	var f filters
 	f.addTime(fs, "keep the changes started")

@@ -86,7 +86,7 @@ var queries = []string{"changes", "timeline", "spans", "related", "origins", "sl
 func setupQuery(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
 	sort := fs.String("sort", "time", "changes: time, duration or size")
-	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this")
+	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this, or with a write whose object name (a Pod it created), writer or verb (update/status) does, or whose HTTP code (409) it is")
 	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
 	change := fs.String("change", "", "sli, hops, anomalies: only this change (an id or a unique prefix)")
 	var f filters
