@@ -330,6 +330,26 @@ type ChangeReader interface {
 	NewestMergelog(ctx context.Context) (int64, error)
 }
 
+// ChangeByPrefix returns the id of the change that id names: the change of
+// that id, else the one change whose id starts with it. When none or
+// several do, it returns "" and the candidates, newest first: at most
+// limit+1 of them, so that more than limit says there are more.
+func ChangeByPrefix(ctx context.Context, st ChangeReader, id string, limit int) (string, []ChangeRow, error) {
+	cs, err := st.Changes(ctx, ChangeQuery{IDPrefix: id, Limit: limit + 1})
+	if err != nil {
+		return "", nil, err
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			return id, nil, nil
+		}
+	}
+	if len(cs) == 1 {
+		return cs[0].ID, nil, nil
+	}
+	return "", cs, nil
+}
+
 // TimeByReason adds up the hops of a timeline's critical path (marked by
 // MarkCritical) by why they waited and by who waited: where a change's time
 // went.

@@ -20,20 +20,14 @@ func resolveChange(ctx context.Context, st cpid.ChangeReader, id string) (string
 	if id == "" {
 		return "", errors.New("no change id given")
 	}
-	cs, err := st.Changes(ctx, cpid.ChangeQuery{IDPrefix: id, Limit: maxCandidates + 1})
-	if err != nil {
+	full, cs, err := cpid.ChangeByPrefix(ctx, st, id, maxCandidates)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	for _, c := range cs {
-		if c.ID == id {
-			return id, nil
-		}
-	}
-	switch len(cs) {
-	case 0:
+	case full != "":
+		return full, nil
+	case len(cs) == 0:
 		return "", fmt.Errorf("no change %q (cpid-tui query changes lists them)", id)
-	case 1:
-		return cs[0].ID, nil
 	}
 	var b strings.Builder
 	n := fmt.Sprint(len(cs))

@@ -104,15 +104,7 @@ func newFixture(t *testing.T, contentType string) *fixture {
 // annotations map if that empties it), and returns the context they held.
 func sent(t *testing.T, body []byte) (map[string]any, string) {
 	t.Helper()
-	if bytes.HasPrefix(body, []byte("k8s\x00")) {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-		if err != nil {
-			t.Fatalf("protobuf body: %v", err)
-		}
-		if body, err = json.Marshal(obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	body = asJSON(t, body)
 	var m map[string]any
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatalf("body %q: %v", body, err)
@@ -300,18 +292,26 @@ func TestTransportTrace(t *testing.T) {
 	}
 }
 
+// asJSON returns a body sent as JSON: itself, or a protobuf one decoded.
+func asJSON(t *testing.T, body []byte) []byte {
+	t.Helper()
+	if !bytes.HasPrefix(body, []byte("k8s\x00")) {
+		return body
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+	if err != nil {
+		t.Fatalf("protobuf body: %v", err)
+	}
+	if body, err = json.Marshal(obj); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
 // traceSent returns the traceparent annotation of a body sent.
 func traceSent(t *testing.T, body []byte) string {
 	t.Helper()
-	if bytes.HasPrefix(body, []byte("k8s\x00")) {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-		if err != nil {
-			t.Fatalf("protobuf body: %v", err)
-		}
-		if body, err = json.Marshal(obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	body = asJSON(t, body)
 	var m struct {
 		Metadata struct {
 			Annotations map[string]string `json:"annotations"`

@@ -167,20 +167,14 @@ func (m *Model) changeCommand(args []string) tea.Cmd {
 // resolve returns the id of the change that id is, or the one change
 // whose id starts with it.
 func resolve(ctx context.Context, st cpid.ChangeReader, id string) (string, error) {
-	cs, err := st.Changes(ctx, cpid.ChangeQuery{IDPrefix: id, Limit: 3})
-	if err != nil {
+	full, cs, err := cpid.ChangeByPrefix(ctx, st, id, 2)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	for _, c := range cs {
-		if c.ID == id {
-			return id, nil
-		}
-	}
-	switch len(cs) {
-	case 0:
+	case full != "":
+		return full, nil
+	case len(cs) == 0:
 		return "", fmt.Errorf("no change %q", id)
-	case 1:
-		return cs[0].ID, nil
 	}
 	return "", errors.New("change id " + id + " starts several changes' ids: give more of it")
 }
