@@ -95,7 +95,6 @@ func changeKind(c cpid.ChangeRow) string {
 type (
 	diffReport  = reconstruct.Comparison
 	diffStep    = reconstruct.Step
-	diffSide    = reconstruct.StepSide
 	outsideWait = reconstruct.OutsideWait
 )
 
@@ -177,21 +176,8 @@ func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
 	head := []string{"STEP", "AT (1)", "HOP (1)", "AT (2)", "HOP (2)", "DELTA"}
 	var rows [][]string
 	for _, s := range r.Steps {
-		side := func(x *diffSide) (string, string) {
-			if x == nil {
-				return "-", "-"
-			}
-			hop := "-"
-			if x.HasCause {
-				hop = "+" + dur(x.HopNS)
-			}
-			if x.Critical {
-				hop += " *"
-			}
-			return dur(x.AtNS), hop
-		}
-		at1, hop1 := side(s.A)
-		at2, hop2 := side(s.B)
+		at1, hop1 := tui.StepSide(s.A, dur)
+		at2, hop2 := tui.StepSide(s.B, dur)
 		delta := "-"
 		if s.DeltaNS != nil {
 			delta = signed(*s.DeltaNS)

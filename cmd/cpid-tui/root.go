@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // env is what a command may touch besides its own flags: the standard
@@ -304,7 +303,3 @@ func (e *env) writeCluster() *string {
 	}
 	return &e.cluster
 }
-
-// hasFlag reports whether fs has a flag of that name (a command's own -o
-// shadows the root's).
-func hasFlag(fs *pflag.FlagSet, name string) bool { return fs.Lookup(name) != nil }

@@ -148,9 +148,14 @@ func (d *compareScreen) update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// side formats one change's write at a step: when, and its hop (* on the
-// critical path).
-func side(x *reconstruct.StepSide) (string, string) {
+// side formats one change's write at a step: when, as an offset from the
+// change's start, and its hop.
+func side(x *reconstruct.StepSide) (string, string) { return StepSide(x, offset) }
+
+// StepSide formats one change's write at a step of a comparison: when (by
+// at), and its hop, with " *" on the critical path; "-" for a change
+// without that step.
+func StepSide(x *reconstruct.StepSide, at func(ns int64) string) (string, string) {
 	if x == nil {
 		return "-", "-"
 	}
@@ -161,7 +166,7 @@ func side(x *reconstruct.StepSide) (string, string) {
 	if x.Critical {
 		hop += " *"
 	}
-	return offset(x.AtNS), hop
+	return at(x.AtNS), hop
 }
 
 // signed formats a difference: +3.20ms, -1.00ms.
