@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // Layout is the geometry of a timeline chart, in SVG user units.
@@ -114,8 +116,8 @@ var legend = []struct{ kind, label string }{
 // Chart lays out the report's timeline in layout l.
 func (r *Report) Chart(l Layout) Chart {
 	c := Chart{Layout: l, GridTop: axisH - 8, TickY: axisH - 14, R: markRadius,
-		Label: fmt.Sprintf("Timeline of change %s: %s in %s, one lane per writer", r.Change.ID, plural(len(r.Writes), "write"),
-			plural(len(r.Lanes), "lane"))}
+		Label: fmt.Sprintf("Timeline of change %s: %s in %s, one lane per writer", r.Change.ID, tui.Plural(len(r.Writes), "write"),
+			tui.Plural(len(r.Lanes), "lane"))}
 	c.PlotX0, c.PlotX1 = 14, l.W-24
 	if l.LabelW > 0 {
 		c.PlotX0 = l.LabelW + 14

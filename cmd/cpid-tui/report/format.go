@@ -8,7 +8,11 @@ import (
 	"github.com/cpid-dev/cpid"
 )
 
-// dur formats a duration in ns as the query tables do.
+// dur formats a duration in ns for the report: whole µs below a
+// millisecond, ms with one decimal below 10s, s with one decimal below an
+// hour. The command-line tables and the terminal UI say durations as
+// tui.Duration does; the report's golden file holds this format until it
+// moves to that one.
 func dur(ns int64) string {
 	d := time.Duration(ns)
 	switch {
@@ -48,14 +52,6 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
-}
-
-// plural formats a count with its noun.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // mdEscaper escapes what Markdown would read as markup in a line of text

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 //go:embed page.html.tmpl timeline.svg.tmpl
@@ -24,7 +25,7 @@ func (r *Report) funcs() template.FuncMap {
 		"offset":    func(ns int64) string { return "+" + dur(ns-r.OriginNS) },
 		"changeLine": func(c cpid.ChangeRow) string {
 			return fmt.Sprintf("%s %s at %s (%s, %s, %s)", withSub(c.Verb, c.Subresource), object(c.Kind, c.Namespace, c.Name),
-				stamp(c.StartedNS), c.Trigger, plural(c.Writes, "write"), c.ID)
+				stamp(c.StartedNS), c.Trigger, tui.Plural(c.Writes, "write"), c.ID)
 		},
 		"anomalyObject": func(a cpid.AnomalyRow) string { return object(cpid.KindOf("", a.Resource), a.Namespace, a.Name) },
 		"diffClass": func(l string) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // Markdown writes the report as Markdown (CommonMark with GitHub's
@@ -47,7 +48,7 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 	row("Writes", writes)
 	row("Objects", strconv.Itoa(c.Objects))
 	row("Writers", strconv.Itoa(len(r.Lanes)))
-	row("Critical path", fmt.Sprintf("%s, %s of waits", plural(len(r.Critical), "write"), dur(r.CriticalNS)))
+	row("Critical path", fmt.Sprintf("%s, %s of waits", tui.Plural(len(r.Critical), "write"), dur(r.CriticalNS)))
 	row("Slowest hop", dur(c.SlowestHopNS))
 	row("CPIDs", fmt.Sprintf("%d (%s)", len(r.Graph.Nodes), r.mergeText()))
 	p("\n")
@@ -216,5 +217,5 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 // mdChange is one linked change as a list item.
 func mdChange(c cpid.ChangeRow) string {
 	return fmt.Sprintf("%s %s at %s (%s, %s, %s)", md(withSub(c.Verb, c.Subresource)), md(object(c.Kind, c.Namespace, c.Name)),
-		stamp(c.StartedNS), md(string(c.Trigger)), plural(c.Writes, "write"), code(c.ID))
+		stamp(c.StartedNS), md(string(c.Trigger)), tui.Plural(c.Writes, "write"), code(c.ID))
 }
