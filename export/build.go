@@ -363,7 +363,7 @@ func writeAttrs(c cpid.ChangeRow, w cpid.TimelineEntry, root bool) []Attr {
 		num("cpid.event_id", w.EventID),
 		str("cpid.writer", w.Writer),
 		str("cpid.verb", w.Verb),
-		str("cpid.object", object(w)),
+		str("cpid.object", object(w.Kind, w.Namespace, w.Name)),
 		str("cpid.kind", w.Kind),
 		str("cpid.resource", w.Resource))
 	if w.APIGroup != "" {
@@ -413,11 +413,12 @@ var objectKeys = map[string]string{
 
 func objectKey(group, resource string) string { return objectKeys[group+"/"+resource] }
 
-func object(w cpid.TimelineEntry) string {
-	if w.Namespace == "" {
-		return w.Kind + " " + w.Name
+// object names an object: "Kind namespace/name".
+func object(kind, ns, name string) string {
+	if ns == "" {
+		return kind + " " + name
 	}
-	return w.Kind + " " + w.Namespace + "/" + w.Name
+	return kind + " " + ns + "/" + name
 }
 
 func sub(s string) string {

@@ -5,8 +5,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-
-	"github.com/cpid-dev/cpid"
 )
 
 // The Chrome JSON trace format, which ui.perfetto.dev and chrome://tracing
@@ -68,7 +66,7 @@ func Perfetto(traces []Trace) PerfettoFile {
 	var flows []PerfettoEvent
 	for i, t := range traces {
 		pid := i + 1
-		name := string(t.Change.Trigger) + ": " + t.Change.Verb + " " + changeObject(t.Change) + " (" + t.Change.ID + ")"
+		name := string(t.Change.Trigger) + ": " + t.Change.Verb + " " + object(t.Change.Kind, t.Change.Namespace, t.Change.Name) + " (" + t.Change.ID + ")"
 		f.TraceEvents = append(f.TraceEvents,
 			PerfettoEvent{Ph: "M", Name: "process_name", Pid: pid, Ts: "0", Args: map[string]any{"name": name}},
 			PerfettoEvent{Ph: "M", Name: "process_sort_index", Pid: pid, Ts: "0", Args: map[string]any{"sort_index": i}})
@@ -171,14 +169,6 @@ func attr(s Span, k string) string {
 		}
 	}
 	return ""
-}
-
-// changeObject names the object of a change's first write.
-func changeObject(c cpid.ChangeRow) string {
-	if c.Namespace == "" {
-		return c.Kind + " " + c.Name
-	}
-	return c.Kind + " " + c.Namespace + "/" + c.Name
 }
 
 // WritePerfetto writes traces as a Chrome JSON trace.
