@@ -83,19 +83,11 @@ func (s *anomaliesScreen) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		k := &s.a.keys
 		n := len(s.rows)
+		if c, ok := k.move(msg, s.cursor, n); ok {
+			s.cursor = c
+			return nil
+		}
 		switch {
-		case key.Matches(msg, k.Up):
-			s.cursor = clamp(s.cursor-1, n)
-		case key.Matches(msg, k.Down):
-			s.cursor = clamp(s.cursor+1, n)
-		case key.Matches(msg, k.PageUp):
-			s.cursor = clamp(s.cursor-10, n)
-		case key.Matches(msg, k.PageDown):
-			s.cursor = clamp(s.cursor+10, n)
-		case key.Matches(msg, k.Top):
-			s.cursor = 0
-		case key.Matches(msg, k.Bottom):
-			s.cursor = clamp(n-1, n)
 		case key.Matches(msg, k.Open):
 			if s.cursor >= n {
 				return nil

@@ -118,19 +118,11 @@ func (d *compareScreen) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		k := &d.a.keys
 		n := len(d.rows)
+		if c, ok := k.move(msg, d.cursor, n); ok {
+			d.cursor = c
+			return nil
+		}
 		switch {
-		case key.Matches(msg, k.Up):
-			d.cursor = clamp(d.cursor-1, n)
-		case key.Matches(msg, k.Down):
-			d.cursor = clamp(d.cursor+1, n)
-		case key.Matches(msg, k.PageUp):
-			d.cursor = clamp(d.cursor-10, n)
-		case key.Matches(msg, k.PageDown):
-			d.cursor = clamp(d.cursor+10, n)
-		case key.Matches(msg, k.Top):
-			d.cursor = 0
-		case key.Matches(msg, k.Bottom):
-			d.cursor = clamp(n-1, n)
 		case key.Matches(msg, k.Open):
 			if d.cursor >= n {
 				return nil

@@ -157,19 +157,11 @@ func (d *dagView) update(msg tea.Msg) tea.Cmd {
 	k := &d.c.a.keys
 	r := d.rows[d.cursor]
 	node := d.g.Nodes[r.node]
+	if c, ok := k.move(km, d.cursor, len(d.rows)); ok {
+		d.cursor = c
+		return nil
+	}
 	switch {
-	case key.Matches(km, k.Up):
-		d.cursor = clamp(d.cursor-1, len(d.rows))
-	case key.Matches(km, k.Down):
-		d.cursor = clamp(d.cursor+1, len(d.rows))
-	case key.Matches(km, k.PageUp):
-		d.cursor = clamp(d.cursor-10, len(d.rows))
-	case key.Matches(km, k.PageDown):
-		d.cursor = clamp(d.cursor+10, len(d.rows))
-	case key.Matches(km, k.Top):
-		d.cursor = 0
-	case key.Matches(km, k.Bottom):
-		d.cursor = len(d.rows) - 1
 	case key.Matches(km, k.Open) && r.obj >= 0:
 		o := node.Objects[r.obj]
 		return d.c.openRevisions(cpid.ObjectKey{Group: o.APIGroup, Resource: o.Resource, Namespace: o.Namespace, Name: o.Name}, o.Kind, 0)

@@ -136,19 +136,11 @@ func (h *historyScreen) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		k := &h.a.keys
 		n := len(h.rows)
+		if c, ok := k.move(msg, h.cursor, n); ok {
+			h.cursor = c
+			return nil
+		}
 		switch {
-		case key.Matches(msg, k.Up):
-			h.cursor = clamp(h.cursor-1, n)
-		case key.Matches(msg, k.Down):
-			h.cursor = clamp(h.cursor+1, n)
-		case key.Matches(msg, k.PageUp):
-			h.cursor = clamp(h.cursor-10, n)
-		case key.Matches(msg, k.PageDown):
-			h.cursor = clamp(h.cursor+10, n)
-		case key.Matches(msg, k.Top):
-			h.cursor = 0
-		case key.Matches(msg, k.Bottom):
-			h.cursor = clamp(n-1, n)
 		case key.Matches(msg, k.Open):
 			i, ok := h.current()
 			if !ok {

@@ -1,6 +1,9 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
 
 // keys are the bindings that k9s and less users expect. Views read them
 // through key.Matches, and the help screen lists them from here.
@@ -77,4 +80,24 @@ func newKeys() keys {
 
 		History: b("H", "object history: its writes across changes", "H"),
 	}
+}
+
+// move is where a list's cursor goes on a key that moves it (a row, a
+// page of 10, the top, the bottom) among n rows; false for other keys.
+func (k *keys) move(msg tea.KeyPressMsg, cursor, n int) (int, bool) {
+	switch {
+	case key.Matches(msg, k.Up):
+		return clamp(cursor-1, n), true
+	case key.Matches(msg, k.Down):
+		return clamp(cursor+1, n), true
+	case key.Matches(msg, k.PageUp):
+		return clamp(cursor-10, n), true
+	case key.Matches(msg, k.PageDown):
+		return clamp(cursor+10, n), true
+	case key.Matches(msg, k.Top):
+		return 0, true
+	case key.Matches(msg, k.Bottom):
+		return clamp(n-1, n), true
+	}
+	return cursor, false
 }

@@ -110,19 +110,11 @@ func (l *logsView) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		k := &l.c.a.keys
 		n := len(l.lines)
+		if c, ok := k.move(msg, l.cursor, n); ok {
+			l.cursor = c
+			return nil
+		}
 		switch {
-		case key.Matches(msg, k.Up):
-			l.cursor = clamp(l.cursor-1, n)
-		case key.Matches(msg, k.Down):
-			l.cursor = clamp(l.cursor+1, n)
-		case key.Matches(msg, k.PageUp):
-			l.cursor = clamp(l.cursor-10, n)
-		case key.Matches(msg, k.PageDown):
-			l.cursor = clamp(l.cursor+10, n)
-		case key.Matches(msg, k.Top):
-			l.cursor = 0
-		case key.Matches(msg, k.Bottom):
-			l.cursor = clamp(n-1, n)
 		case key.Matches(msg, k.Open):
 			// The write the line explains, on the timeline.
 			if l.cursor >= n {
