@@ -148,7 +148,10 @@ func Build(ctx context.Context, st cpid.ChangeReader, id string) (*Report, error
 	if r.Logs, err = st.ChangeLogs(ctx, id, logLimit); err != nil {
 		return nil, err
 	}
-	revs, err := r.revisions(ctx, st)
+	if err := r.revisions(ctx, st); err != nil {
+		return nil, err
+	}
+	bodied, err := r.bodied(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +159,7 @@ func Build(ctx context.Context, st cpid.ChangeReader, id string) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	r.warnings(revs, v)
+	r.warnings(bodied, v)
 	return r, nil
 }
 
@@ -267,10 +270,9 @@ func (r *Report) linked(ctx context.Context, st cpid.ChangeReader) error {
 	return nil
 }
 
-// revisions diffs the critical path's writes against the revision before
-// each, and returns the writes of the resources whose objects the rules
-// read (cpid.BodiedResources) in the change's time, by object.
-func (r *Report) revisions(ctx context.Context, st cpid.ChangeReader) (map[cpid.ObjectKey][]cpid.ObjectWrite, error) {
+// bodied returns the writes of the change's objects whose resources the
+// rules read (cpid.BodiedResources) in the change's time, by object.
+func (r *Report) bodied(ctx context.Context, st cpid.ChangeReader) (map[cpid.ObjectKey][]cpid.ObjectWrite, error) {
 	bodied := map[cpid.ObjectKey][]cpid.ObjectWrite{}
 	for _, w := range r.Writes {
 		k := keyOf(w.TimelineEntry, r.Change.Cluster)
@@ -283,6 +285,12 @@ func (r *Report) revisions(ctx context.Context, st cpid.ChangeReader) (map[cpid.
 		}
 		bodied[k] = ws
 	}
+	return bodied, nil
+}
+
+// revisions diffs the critical path's writes against the revision before
+// each.
+func (r *Report) revisions(ctx context.Context, st cpid.ChangeReader) error {
 	for _, w := range r.Critical {
 		if w.Attempt {
 			continue
@@ -296,11 +304,11 @@ func (r *Report) revisions(ctx context.Context, st cpid.ChangeReader) (map[cpid.
 		ws, more, err := st.ObjectHistory(ctx, cpid.HistoryQuery{Object: keyOf(w.TimelineEntry, r.Change.Cluster), UntilNS: w.NS + 1,
 			Limit: historyLimit, Bodies: true})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.Revisions = append(r.Revisions, diffOf(w, ws, more))
 	}
-	return bodied, nil
+	return nil
 }
 
 func keyOf(t cpid.TimelineEntry, cluster string) cpid.ObjectKey {
@@ -363,7 +371,7 @@ func diffOf(w Write, ws []cpid.ObjectWrite, more bool) RevisionDiff {
 // rules read audited without them, causes found by time alone, waits
 // nothing explains, log lines guessed, writes after the last settle
 // cutoff.
-func (r *Report) warnings(revs map[cpid.ObjectKey][]cpid.ObjectWrite, v cpid.DataVersion) {
+func (r *Report) warnings(bodied map[cpid.ObjectKey][]cpid.ObjectWrite, v cpid.DataVersion) {
 	// Writes of the resources whose objects the rules read, with the
 	// object [0] and without it [1], counted as reconstruct counts them.
 	bodies := map[string]*[2]int{}
@@ -371,11 +379,8 @@ func (r *Report) warnings(revs map[cpid.ObjectKey][]cpid.ObjectWrite, v cpid.Dat
 	for _, w := range r.Writes {
 		inChange[w.EventID] = true
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(revs), func(a, b cpid.ObjectKey) int { return strings.Compare(a.String(), b.String()) }) {
-		if !cpid.BodiedResources[k.Resource] {
-			continue
-		}
-		for _, rv := range revs[k] {
+	for k, ws := range bodied {
+		for _, rv := range ws {
 			// rv.Object is "" for a subresource's response too: only the
 			// object's own writes and status writes count.
 			if !inChange[rv.EventID] || rv.Attempt || rv.Verb == "delete" || rv.Verb == "deletecollection" ||
