@@ -96,9 +96,7 @@ func (s *anomaliesScreen) update(msg tea.Msg) tea.Cmd {
 			if a.Change == "" {
 				return notice("a background write: no change to open")
 			}
-			c := newChange(s.a, a.Change)
-			c.tab, c.tl.focus = paneTimeline, a.EventID
-			return push(c)
+			return openWrite(s.a, a.Change, a.EventID)
 		}
 	}
 	return nil

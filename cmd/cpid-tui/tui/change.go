@@ -75,6 +75,14 @@ func newChange(a *app, id string) *changeScreen {
 	return c
 }
 
+// openWrite opens a change on its timeline, the cursor on one of its
+// writes (event id), as the lists of writes across changes do.
+func openWrite(a *app, id string, eventID int64) tea.Cmd {
+	c := newChange(a, id)
+	c.tab, c.tl.focus = paneTimeline, eventID
+	return push(c)
+}
+
 func (c *changeScreen) crumb() string {
 	if !c.haveRow {
 		return short(c.id)

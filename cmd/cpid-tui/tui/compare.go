@@ -132,9 +132,7 @@ func (d *compareScreen) update(msg tea.Msg) tea.Cmd {
 			if side == nil {
 				id, side = d.r.B.ID, s.B
 			}
-			c := newChange(d.a, id)
-			c.tab, c.tl.focus = paneTimeline, side.EventID
-			return push(c)
+			return openWrite(d.a, id, side.EventID)
 		}
 	}
 	return nil

@@ -148,11 +148,9 @@ func (h *historyScreen) update(msg tea.Msg) tea.Cmd {
 			}
 			w := h.rows[i]
 			if w.Change == "" {
-				return func() tea.Msg { return noticeMsg("a background write: no change to open") }
+				return notice("a background write: no change to open")
 			}
-			c := newChange(h.a, w.Change)
-			c.tab, c.tl.focus = paneTimeline, w.EventID
-			return push(c)
+			return openWrite(h.a, w.Change, w.EventID)
 		}
 	}
 	return nil
