@@ -67,16 +67,14 @@ func setupDiff(c *cobra.Command, e *env) runFunc {
 		if len(pos) != 2 {
 			return usagef("give two change ids")
 		}
-		db, cluster := e.db, &e.cluster
-		db0, err := openStore(ctx, e.notices(), db, readOnly)
+		db, err := openStore(ctx, e.notices(), e.db, readOnly)
 		if err != nil {
 			return err
 		}
-		defer db0.close()
-		st := db0.view(*cluster)
-		r, err := compareChanges(ctx, st, pos[0], pos[1])
+		defer db.close()
+		r, err := compareChanges(ctx, db.view(e.cluster), pos[0], pos[1])
 		if err != nil {
-			db0.hintReconstruct(ctx, e, db, *cluster)
+			db.hintReconstruct(ctx, e, e.db, e.cluster)
 			return err
 		}
 		if k1, k2 := changeKind(r.A), changeKind(r.B); k1 != k2 {
@@ -158,17 +156,9 @@ func abs(x int64) int64 {
 // signed formats a duration difference: +3.2ms, -1.0ms.
 func signed(ns int64) string {
 	if ns < 0 {
-		return "-" + dur(-ns)
+		return dur(ns)
 	}
 	return "+" + dur(ns)
-}
-
-// sdur is dur that may be negative.
-func sdur(ns int64) string {
-	if ns < 0 {
-		return "-" + dur(-ns)
-	}
-	return dur(ns)
 }
 
 // printDiff writes the report in the format asked for.
@@ -202,7 +192,7 @@ func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
 	fmt.Fprintln(w)
 	rows = nil
 	for _, d := range r.Writers {
-		rows = append(rows, []string{d.Writer, sdur(d.ANS), sdur(d.BNS), signed(d.DeltaNS)})
+		rows = append(rows, []string{d.Writer, dur(d.ANS), dur(d.BNS), signed(d.DeltaNS)})
 	}
 	rows = append(rows, []string{"settled after", dur(r.SettledANS), dur(r.SettledBNS), signed(r.DeltaNS)})
 	byWriter := listing{head: []string{"CRITICAL PATH BY WRITER", "(1)", "(2)", "DELTA"}, rows: rows, elide: []int{0}}
