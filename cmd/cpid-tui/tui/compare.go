@@ -67,14 +67,16 @@ func (d *compareScreen) load() tea.Cmd {
 			}
 		}
 		msg.r = reconstruct.Compare(cs[0], cs[1], ts[0], ts[1])
-		msg.r.Summary = compareSummary(msg.r)
+		msg.r.Summary = CompareSummary(msg.r)
 		return msg
 	}
 }
 
-// compareSummary says how much longer (or shorter) the second change took
-// and which writer most of the difference went to, as cpid-tui diff does.
-func compareSummary(r reconstruct.Comparison) string {
+// CompareSummary is a Comparison's Summary: how much longer (or shorter)
+// the second change took and which writer most of the difference went
+// to, in the units of every view; the TUI's comparison and cpid-tui diff
+// say it alike.
+func CompareSummary(r reconstruct.Comparison) string {
 	a, b := short(r.A.ID), short(r.B.ID)
 	if r.DeltaNS == 0 {
 		return fmt.Sprintf("%s took as long as %s (%s)", b, a, dur(r.SettledBNS))
