@@ -102,16 +102,14 @@ func setupHistory(c *cobra.Command, e *env) runFunc {
 		}
 		o.format = e.format(c)
 		o.noHeaders = e.noHeaders
-		db, cluster := e.db, &e.cluster
-		db0, err := openStore(ctx, e.notices(), db, readOnly)
+		db, err := openStore(ctx, e.notices(), e.db, readOnly)
 		if err != nil {
 			return err
 		}
-		defer db0.close()
-		st := db0.view(*cluster)
-		err = history(ctx, e, st, o)
+		defer db.close()
+		err = history(ctx, e, db.view(e.cluster), o)
 		if err != nil && !errors.Is(err, errAmbiguous) && !errors.Is(err, errUsage) {
-			db0.hintReconstruct(ctx, e, db, *cluster)
+			db.hintReconstruct(ctx, e, e.db, e.cluster)
 		}
 		return err
 	}
@@ -203,10 +201,7 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 		title += fmt.Sprintf(" (the last %d; --limit 0 lists them all)", len(out))
 	}
 	if len(ws) > 0 {
-		title += " in the order they completed"
-	}
-	if len(ws) > 0 {
-		title += fmt.Sprintf(", from %s UTC", clock(ws[0].NS))
+		title += fmt.Sprintf(" in the order they completed, from %s UTC", clock(ws[0].NS))
 	}
 	if !o.noHeaders {
 		fmt.Fprintln(e.stdout, tui.Printable(title))
@@ -307,12 +302,11 @@ func addDiffs(ctx context.Context, st cpid.ChangeReader, k cpid.ObjectKey, ws []
 	return nil
 }
 
-func indent(ls []string) []string { return prefixed("  ", ls) }
-
-func prefixed(p string, ls []string) []string {
+// indent indents each line by two spaces.
+func indent(ls []string) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {
-		out[i] = p + l
+		out[i] = "  " + l
 	}
 	return out
 }

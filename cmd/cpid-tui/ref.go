@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -20,7 +21,7 @@ var errAmbiguous = errors.New("ambiguous")
 // that name, and an error listing them when several do. The namespace
 // "default" is never assumed: reading recorded logs, nothing says which
 // namespace the reader's kubeconfig would have chosen.
-func findObject(ctx context.Context, st cpid.ChangeReader, w interface{ Write([]byte) (int, error) }, ref cpid.ObjectRef, ns string) (cpid.ObjectMatch, error) {
+func findObject(ctx context.Context, st cpid.ChangeReader, w io.Writer, ref cpid.ObjectRef, ns string) (cpid.ObjectMatch, error) {
 	q := cpid.ObjectQuery{ResourceMatch: ref.ResourceMatch, Name: ref.Name}
 	switch {
 	case ref.Scope == cpid.ScopeCluster:
