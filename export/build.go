@@ -49,6 +49,7 @@ type trace struct {
 	tl       []cpid.TimelineEntry
 	unmerged map[int64]string
 	id       TraceID
+	remote   SpanID // the traced client's span (remoteParent), else zero
 	spans    []Span
 	byEvent  map[int64]int // event id -> index in c.Timeline
 	sources  map[string][]merge
@@ -65,6 +66,8 @@ type merge struct {
 func build(s *Set, c *Change) Trace {
 	t := &trace{set: s, c: c, id: TraceOf(c.Row), byEvent: map[int64]int{}, sources: map[string][]merge{},
 		anc: map[string]map[string]bool{}, orphans: map[string]int{}}
+	var flags byte
+	t.remote, flags = remoteParent(c.Row)
 	merged := map[string]bool{}
 	for _, n := range c.Graph.Nodes {
 		merged[n.CPID] = len(n.Merges) > 0
@@ -88,10 +91,14 @@ func build(s *Set, c *Change) Trace {
 	}
 	first := map[string]bool{}
 	for i, w := range t.tl {
-		sp := t.write(i)
+		sp, p := t.write(i)
 		if w.CPID != "" && !first[w.CPID] {
 			first[w.CPID] = true
-			t.link(&sp, w.ReceivedNS)
+			parent := ""
+			if p >= 0 {
+				parent = t.tl[p].CPID
+			}
+			t.link(&sp, w.ReceivedNS, parent)
 		}
 		t.spans = append(t.spans, sp)
 	}
@@ -113,11 +120,7 @@ func build(s *Set, c *Change) Trace {
 	for i, j := range order {
 		spans[i] = t.spans[j]
 	}
-	out := Trace{ID: t.id, Change: c.Row, Spans: spans}
-	var flags byte
-	out.Remote, flags = remoteParent(c.Row)
-	out.Sampled = flags&1 == 1
-	return out
+	return Trace{ID: t.id, Change: c.Row, Remote: t.remote, Sampled: flags&1 == 1, Spans: spans}
 }
 
 // depths are the spans' depths in the parent tree.
@@ -163,8 +166,9 @@ func (t *trace) lineage(from, to string) bool {
 	return from == to || to == "" || t.ancestors(to)[from]
 }
 
-// write is the span of the i-th write of the change.
-func (t *trace) write(i int) Span {
+// write is the span of the i-th write of the change, and the index of
+// the write that is its parent (-1 for none).
+func (t *trace) write(i int) (Span, int) {
 	w := t.tl[i]
 	start := w.ReceivedNS
 	if start == 0 || start > w.NS {
@@ -175,10 +179,11 @@ func (t *trace) write(i int) Span {
 	if w.Code >= 400 {
 		sp.Error = "HTTP " + strconv.Itoa(w.Code)
 	}
-	if p := t.parent(i); p >= 0 {
+	p := t.parent(i)
+	if p >= 0 {
 		sp.Parent = WriteSpan(t.tl[p].EventID)
 	} else if i == 0 {
-		sp.Parent, _ = remoteParent(t.c.Row)
+		sp.Parent = t.remote
 		sp.ParentRemote = !sp.Parent.IsZero()
 	}
 	sp.Attrs = writeAttrs(t.c.Row, w, i == 0)
@@ -188,7 +193,7 @@ func (t *trace) write(i int) Span {
 	if w.CauseID != 0 && sp.Parent != WriteSpan(w.CauseID) {
 		sp.Attrs = append(sp.Attrs, num("cpid.cause.event_id", w.CauseID), str("cpid.cause.span_id", WriteSpan(w.CauseID).String()))
 	}
-	return sp
+	return sp, p
 }
 
 // parent is the index of the write that is the i-th write's parent, -1
@@ -223,18 +228,9 @@ func (t *trace) parent(i int) int {
 }
 
 // link adds to sp, the first span of the trace carrying its CPID, a link
-// to a span carrying each source of the CPID's merges that its parent does
-// not carry.
-func (t *trace) link(sp *Span, at int64) {
-	parent := ""
-	if !sp.Parent.IsZero() {
-		for _, w := range t.tl {
-			if WriteSpan(w.EventID) == sp.Parent {
-				parent = w.CPID
-				break
-			}
-		}
-	}
+// to a span carrying each source of the CPID's merges that its parent (a
+// write carrying parent, "" for none) does not carry.
+func (t *trace) link(sp *Span, at int64, parent string) {
 	var srcs []string
 	for _, m := range t.sources[sp.CPID] {
 		srcs = append(srcs, m.source)
@@ -295,12 +291,9 @@ func (t *trace) orphan(m merge) SpanID {
 
 // controllers adds the controller spans of the change.
 func (t *trace) controllers() {
-	ids := map[string]SpanID{}
+	ids, cpidOf := map[string]SpanID{}, map[string]string{}
 	for _, s := range t.c.Spans {
 		ids[s.SpanID] = hashSpan("controller", t.c.Row.ID, s.SpanID)
-	}
-	cpidOf := map[string]string{}
-	for _, s := range t.c.Spans {
 		cpidOf[s.SpanID] = s.CPID
 	}
 	for _, s := range t.c.Spans {
