@@ -154,12 +154,7 @@ func (l *logsView) view(w, h int) string {
 		return block([]string{"", " " + s.warn.Render("error: "+l.err.Error())}, w, h)
 	}
 	var lines []string
-	linked := 0
-	for _, ln := range l.set.Lines {
-		if _, ok := l.links[ln.ID]; ok {
-			linked++
-		}
-	}
+	linked := len(l.links) // link maps each line at most once
 	var src string
 	switch {
 	case l.set.Exact:

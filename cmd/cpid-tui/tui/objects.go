@@ -31,11 +31,16 @@ func (o *objectsScreen) crumb() string { return "objects named " + o.ref }
 func (o *objectsScreen) load() tea.Cmd { return nil }
 
 func (o *objectsScreen) name(m cpid.ObjectMatch) string {
-	kind := cpid.KindOf("", m.Resource)
+	return object(o.kind(m), m.Namespace, m.Name)
+}
+
+// kind is m's kind, with its API group when it has one: two objects of
+// one name may differ only there.
+func (o *objectsScreen) kind(m cpid.ObjectMatch) string {
 	if m.Group != "" {
-		kind += "." + m.Group
+		return cpid.KindOf("", m.Resource) + "." + m.Group
 	}
-	return object(kind, m.Namespace, m.Name)
+	return cpid.KindOf("", m.Resource)
 }
 
 func (o *objectsScreen) update(msg tea.Msg) tea.Cmd {
@@ -78,11 +83,7 @@ func (o *objectsScreen) view(w, h int) string {
 		if clusters {
 			cl = m.Cluster
 		}
-		kind := cpid.KindOf("", m.Resource)
-		if m.Group != "" {
-			kind += "." + m.Group
-		}
-		line := mark(i == o.cursor) + "  " + objectName(kind, m.Namespace, m.Name, nameW) + " " + right(fmt.Sprint(m.Writes), 10) + "  " +
+		line := mark(i == o.cursor) + "  " + objectName(o.kind(m), m.Namespace, m.Name, nameW) + " " + right(fmt.Sprint(m.Writes), 10) + "  " +
 			fit(clock(m.FirstNS)+" to "+clock(m.LastNS), 29) + cl
 		if i == o.cursor {
 			line = s.cursor.Render(fit(line, w))
