@@ -46,19 +46,18 @@ func setupBrowse(c *cobra.Command, e *env) runFunc {
 		if *refresh < 0 {
 			return usagef("--refresh %s: give 0 (never) or more", *refresh)
 		}
-		cluster := &e.cluster
 		// Never a new empty file: browsing one would only hide a wrong path.
-		db0, err := openStore(ctx, e.notices(), e.db, readOnly)
+		db, err := openStore(ctx, e.notices(), e.db, readOnly)
 		if err != nil {
 			return err
 		}
-		defer db0.close()
+		defer db.close()
 		in, inOK := e.stdin.(*os.File)
 		out, outOK := e.stdout.(*os.File)
 		if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
 			return errors.New("browse needs a terminal (cpid-tui query gives the same data to scripts)")
 		}
-		st := db0.view(*cluster)
+		st := db.view(e.cluster)
 		if *change != "" {
 			if *change, err = resolveChange(ctx, st, *change); err != nil {
 				return err

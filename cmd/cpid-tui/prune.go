@@ -63,13 +63,12 @@ func setupPrune(c *cobra.Command, e *env) runFunc {
 		if len(args) > 0 || (*maxCPIDs <= 0 && *olderThan <= 0) {
 			return usagef("give --max-cpids or --older-than")
 		}
-		db, cluster := e.db, &e.cluster
-		db0, err := openStore(ctx, e.notices(), db, readWrite)
+		db, err := openStore(ctx, e.notices(), e.db, readWrite)
 		if err != nil {
 			return err
 		}
-		defer db0.close()
-		st := db0.view(*cluster)
+		defer db.close()
+		st := db.view(e.cluster)
 		b := reconstruct.Budget{MaxCPIDs: *maxCPIDs}
 		if len(keep) > 0 {
 			pinned := map[string]bool{}
@@ -90,7 +89,7 @@ func setupPrune(c *cobra.Command, e *env) runFunc {
 			b.OlderThanNS = newest - int64(*olderThan)
 			fmt.Fprintf(e.notices(), "prune: deleting roots before %s\n", time.Unix(0, b.OlderThanNS).UTC().Format(time.RFC3339))
 		}
-		clusters, err := db0.clustersOf(ctx, *cluster)
+		clusters, err := db.clustersOf(ctx, e.cluster)
 		if err != nil {
 			return err
 		}
@@ -103,7 +102,7 @@ func setupPrune(c *cobra.Command, e *env) runFunc {
 		l := listing{head: []string{"CLUSTER", "CPID"}, data: &[]pruned{}}
 		var rows []pruned
 		for _, cl := range clusters {
-			removed, before, err := reconstruct.PruneStore(ctx, db0.view(cl), b, *dry)
+			removed, before, err := reconstruct.PruneStore(ctx, db.view(cl), b, *dry)
 			if err != nil {
 				return fmt.Errorf("cluster %s: %w", cl, err)
 			}

@@ -55,24 +55,23 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 			}
 			opt.Windows = append(opt.Windows, win)
 		}
-		db, cluster := e.db, &e.cluster
-		db0, err := openStore(ctx, e.notices(), db, readWrite)
+		db, err := openStore(ctx, e.notices(), e.db, readWrite)
 		if err != nil {
 			return err
 		}
-		defer db0.close()
+		defer db.close()
 		// A run holds the merge graph and every object's state in maps that
 		// live to its end: collecting less often costs some memory and saves
 		// time (docs/BENCHMARKS.md). GOGC, when set, decides.
 		if os.Getenv("GOGC") == "" {
 			debug.SetGCPercent(200)
 		}
-		clusters, err := db0.clustersOf(ctx, *cluster)
+		clusters, err := db.clustersOf(ctx, e.cluster)
 		if err != nil {
 			return err
 		}
 		for _, c := range clusters {
-			r, err := reconstruct.Run(ctx, db0.view(c), opt)
+			r, err := reconstruct.Run(ctx, db.view(c), opt)
 			if err != nil {
 				return fmt.Errorf("cluster %s: %w", c, err)
 			}
