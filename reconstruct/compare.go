@@ -139,14 +139,13 @@ func Compare(a, b cpid.ChangeRow, ta, tb []cpid.TimelineEntry) Comparison {
 			wa[w] = 0
 		}
 	}
-	var rows []WriterDelta
-	for w, x := range wa {
-		d := WriterDelta{Writer: w, ANS: x, BNS: wb[w], DeltaNS: wb[w] - x}
-		if slices.Contains(NotWriters, w) {
-			rows = append(rows, d)
-			continue
+	delta := func(w string) WriterDelta {
+		return WriterDelta{Writer: w, ANS: wa[w], BNS: wb[w], DeltaNS: wb[w] - wa[w]}
+	}
+	for w := range wa {
+		if !slices.Contains(NotWriters, w) {
+			r.Writers = append(r.Writers, delta(w))
 		}
-		r.Writers = append(r.Writers, d)
 	}
 	sort.Slice(r.Writers, func(i, j int) bool {
 		x, y := r.Writers[i], r.Writers[j]
@@ -155,10 +154,11 @@ func Compare(a, b cpid.ChangeRow, ta, tb []cpid.TimelineEntry) Comparison {
 		}
 		return x.Writer < y.Writer
 	})
-	sort.Slice(rows, func(i, j int) bool {
-		return slices.Index(NotWriters, rows[i].Writer) < slices.Index(NotWriters, rows[j].Writer)
-	})
-	r.Writers = append(r.Writers, rows...)
+	for _, w := range NotWriters {
+		if _, ok := wa[w]; ok {
+			r.Writers = append(r.Writers, delta(w))
+		}
+	}
 	return r
 }
 
