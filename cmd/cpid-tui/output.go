@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -113,14 +114,14 @@ func writeTable(w io.Writer, l listing, wide, noHeaders bool) error {
 	for i, r := range rows {
 		cells[i] = make([]string, 0, len(r))
 		for j, c := range r {
-			if !wide && containsInt(l.wideOnly, j) {
+			if !wide && slices.Contains(l.wideOnly, j) {
 				continue
 			}
 			c = tui.Printable(c)
-			if !wide && (i > 0 || noHeaders) && containsInt(l.short, j) && utf8.RuneCountInString(c) > 8 {
+			if !wide && (i > 0 || noHeaders) && slices.Contains(l.short, j) && utf8.RuneCountInString(c) > 8 {
 				c = string([]rune(c)[:8])
 			}
-			if i == 0 && containsInt(l.elide, j) {
+			if i == 0 && slices.Contains(l.elide, j) {
 				elide = append(elide, len(cells[i]))
 			}
 			cells[i] = append(cells[i], c)
@@ -214,15 +215,6 @@ func (l listing) prepend(title string, cell func(row int) string) listing {
 		*p = moved
 	}
 	return l
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // timeKeys are the JSON members that hold a point in time in Unix ns,
