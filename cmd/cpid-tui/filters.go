@@ -53,11 +53,7 @@ func (f *filters) complete(c *cobra.Command, e *env) {
 		c.RegisterFlagCompletionFunc("kind", completeKinds(e))
 	}
 	if c.Flags().Lookup("trigger") != nil {
-		names := make([]string, len(triggers))
-		for i, t := range triggers {
-			names[i] = string(t)
-		}
-		c.RegisterFlagCompletionFunc("trigger", fixed(names...))
+		c.RegisterFlagCompletionFunc("trigger", fixed(triggerNames()...))
 	}
 }
 
@@ -66,11 +62,16 @@ func (f *filters) complete(c *cobra.Command, e *env) {
 func (f *filters) addWho(fs *pflag.FlagSet, user, writer, trigger string) {
 	fs.StringVar(&f.user, "user", "", user)
 	fs.StringVar(&f.writer, "writer", "", writer)
+	fs.StringVar(&f.trigger, "trigger", "", trigger+": "+strings.Join(triggerNames(), ", "))
+}
+
+// triggerNames are the values of --trigger as strings.
+func triggerNames() []string {
 	names := make([]string, len(triggers))
 	for i, t := range triggers {
 		names[i] = string(t)
 	}
-	fs.StringVar(&f.trigger, "trigger", "", trigger+": "+strings.Join(names, ", "))
+	return names
 }
 
 // window reads --since and --until as Unix ns (0: open), durations back
