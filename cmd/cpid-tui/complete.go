@@ -75,9 +75,16 @@ func fixed(values ...string) completeFunc {
 // database.
 const completionChanges = 5000
 
-// fromDB completes from the database of --db, opened read-only; with no
-// database, nothing (a completion never fails aloud).
+// fromDB completes from the database of --db, seen from --cluster.
 func fromDB(e *env, f func(ctx context.Context, st cpid.ChangeReader, toComplete string) ([]string, error)) completeFunc {
+	return fromDatabase(e, func(ctx context.Context, db *database, toComplete string) ([]string, error) {
+		return f(ctx, db.view(e.cluster), toComplete)
+	})
+}
+
+// fromDatabase completes from the database of --db, opened read-only;
+// with no database, nothing (a completion never fails aloud).
+func fromDatabase(e *env, f func(ctx context.Context, db *database, toComplete string) ([]string, error)) completeFunc {
 	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		ctx := c.Context()
 		if ctx == nil {
@@ -88,7 +95,7 @@ func fromDB(e *env, f func(ctx context.Context, st cpid.ChangeReader, toComplete
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		defer db.close()
-		out, err := f(ctx, db.view(e.cluster), toComplete)
+		out, err := f(ctx, db, toComplete)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -154,19 +161,10 @@ func completeNamespaces(e *env) completeFunc {
 
 // completeClusters completes the clusters of the database.
 func completeClusters(e *env) completeFunc {
-	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		ctx := c.Context()
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		db, err := openStore(ctx, e.notices(), e.db, readOnly)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		defer db.close()
-		cs, _ := db.clusters(ctx)
-		return cs, cobra.ShellCompDirectiveNoFileComp
-	}
+	return fromDatabase(e, func(ctx context.Context, db *database, _ string) ([]string, error) {
+		cs, _ := db.clusters(ctx) // what was read before an error
+		return cs, nil
+	})
 }
 
 // argChanges completes the positional arguments of a command that takes
