@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // dur formats a duration in ns for the report: whole µs below a
@@ -93,4 +94,46 @@ func code(s string) string {
 	}
 	f := strings.Repeat("`", n+1)
 	return f + " " + s + " " + f
+}
+
+// text is a string as it is: html/template escapes what it writes.
+func text(s string) string { return s }
+
+// changeLine is a linked change in one line: what it did, when, its
+// trigger, its writes and its id; esc escapes the text, id writes the id.
+func changeLine(c cpid.ChangeRow, esc, id func(string) string) string {
+	return fmt.Sprintf("%s %s at %s (%s, %s, %s)", esc(withSub(c.Verb, c.Subresource)), esc(object(c.Kind, c.Namespace, c.Name)),
+		stamp(c.StartedNS), esc(string(c.Trigger)), tui.Plural(c.Writes, "write"), id(c.ID))
+}
+
+// anomalyObject names the object of an anomaly.
+func anomalyObject(a cpid.AnomalyRow) string {
+	return object(cpid.KindOf("", a.Resource), a.Namespace, a.Name)
+}
+
+// logLine is a controller log line: its time of day, its offset from the
+// report's time zero, its level, component and message.
+func (r *Report) logLine(l cpid.LogLine) string {
+	return fmt.Sprintf("%s +%-9s %-5s %s  %s", stamp(l.TimeNS)[11:23], dur(l.TimeNS-r.OriginNS), l.Level, l.Component, l.Msg)
+}
+
+// glyph marks a write in the tables: ✕ failed, ◆ on the critical path, ●
+// any other.
+func (w Write) glyph() string {
+	switch {
+	case w.Attempt:
+		return "✕"
+	case w.Critical:
+		return "◆"
+	}
+	return "●"
+}
+
+// hop is the wait before a write and why, "–" and "" for a write without
+// a cause.
+func (w Write) hop() (hop, why string) {
+	if w.CauseID == 0 {
+		return "–", ""
+	}
+	return "+" + dur(w.HopNS), explain(w.Explain)
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 //go:embed page.html.tmpl timeline.svg.tmpl
@@ -19,15 +18,12 @@ var templates embed.FS
 // text, escaped by html/template like any other.
 func (r *Report) funcs() template.FuncMap {
 	return template.FuncMap{
-		"dur":       dur,
-		"short":     short,
-		"explainOf": explain,
-		"offset":    func(ns int64) string { return "+" + dur(ns-r.OriginNS) },
-		"changeLine": func(c cpid.ChangeRow) string {
-			return fmt.Sprintf("%s %s at %s (%s, %s, %s)", withSub(c.Verb, c.Subresource), object(c.Kind, c.Namespace, c.Name),
-				stamp(c.StartedNS), c.Trigger, tui.Plural(c.Writes, "write"), c.ID)
-		},
-		"anomalyObject": func(a cpid.AnomalyRow) string { return object(cpid.KindOf("", a.Resource), a.Namespace, a.Name) },
+		"dur":           dur,
+		"short":         short,
+		"explainOf":     explain,
+		"offset":        func(ns int64) string { return "+" + dur(ns-r.OriginNS) },
+		"changeLine":    func(c cpid.ChangeRow) string { return changeLine(c, text, text) },
+		"anomalyObject": anomalyObject,
 		"diffClass": func(l string) string {
 			switch {
 			case strings.HasPrefix(l, "+"):
@@ -45,15 +41,7 @@ func (r *Report) funcs() template.FuncMap {
 			}
 			return l
 		},
-		"glyph": func(w Write) string {
-			switch {
-			case w.Attempt:
-				return "✕"
-			case w.Critical:
-				return "◆"
-			}
-			return "●"
-		},
+		"glyph": Write.glyph,
 		"glyphClass": func(w Write) string {
 			switch {
 			case w.Attempt:
@@ -63,9 +51,7 @@ func (r *Report) funcs() template.FuncMap {
 			}
 			return "write"
 		},
-		"logLine": func(l cpid.LogLine) string {
-			return fmt.Sprintf("%s +%-9s %-5s %s  %s", stamp(l.TimeNS)[11:23], dur(l.TimeNS-r.OriginNS), l.Level, l.Component, l.Msg)
-		},
+		"logLine": r.logLine,
 	}
 }
 

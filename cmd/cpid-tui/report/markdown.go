@@ -78,10 +78,7 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 	p("The critical path, the chain of causes back from the last write:\n\n")
 	p("| After | Writer | Verb | Object | Hop | Why |\n|---:|---|---|---|---:|---|\n")
 	for _, t := range r.Critical {
-		hop, why := "–", ""
-		if t.CauseID != 0 {
-			hop, why = "+"+dur(t.HopNS), explain(t.Explain)
-		}
+		hop, why := t.hop()
 		p("| +%s | %s | %s | %s | %s | %s |\n", dur(t.OffsetNS), md(t.Writer), md(t.Verb), md(t.Object), hop, md(why))
 	}
 	p("\n")
@@ -120,7 +117,7 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 		p("Reconstruct flagged no anomaly on this change's writes.\n\n")
 	}
 	for _, a := range r.Anomalies {
-		p("- **%s** on %s at +%s: %s\n", md(a.Kind), md(object(cpid.KindOf("", a.Resource), a.Namespace, a.Name)), dur(a.NS-r.OriginNS), md(a.Detail))
+		p("- **%s** on %s at +%s: %s\n", md(a.Kind), md(anomalyObject(a)), dur(a.NS-r.OriginNS), md(a.Detail))
 	}
 	if len(r.Anomalies) > 0 {
 		p("\n")
@@ -175,18 +172,8 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 	p("◆ critical path, ● write, ✕ failed write; in apiserver order.\n\n")
 	p("| | After | Writer | Verb | Object | Hop | Why | Rule | Confidence | CPID from |\n|---|---:|---|---|---|---:|---|---|---|---|\n")
 	for _, t := range r.Writes {
-		g := "●"
-		switch {
-		case t.Attempt:
-			g = "✕"
-		case t.Critical:
-			g = "◆"
-		}
-		hop, why := "–", ""
-		if t.CauseID != 0 {
-			hop, why = "+"+dur(t.HopNS), explain(t.Explain)
-		}
-		p("| %s | +%s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g, dur(t.OffsetNS), md(t.Writer), md(t.Verb), md(t.Object), hop,
+		hop, why := t.hop()
+		p("| %s | +%s | %s | %s | %s | %s | %s | %s | %s | %s |\n", t.glyph(), dur(t.OffsetNS), md(t.Writer), md(t.Verb), md(t.Object), hop,
 			md(why), md(t.Rule), md(string(t.Confidence)), md(t.Origin))
 	}
 	p("\n")
@@ -206,7 +193,7 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 		p(".\n\n")
 		var lines []string
 		for _, l := range r.Logs.Lines {
-			lines = append(lines, fmt.Sprintf("%s +%-9s %-5s %s  %s", stamp(l.TimeNS)[11:23], dur(l.TimeNS-r.OriginNS), l.Level, l.Component, l.Msg))
+			lines = append(lines, r.logLine(l))
 		}
 		f := fence(lines)
 		p("%stext\n%s\n%s\n", f, strings.Join(lines, "\n"), f)
@@ -215,7 +202,4 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 }
 
 // mdChange is one linked change as a list item.
-func mdChange(c cpid.ChangeRow) string {
-	return fmt.Sprintf("%s %s at %s (%s, %s, %s)", md(withSub(c.Verb, c.Subresource)), md(object(c.Kind, c.Namespace, c.Name)),
-		stamp(c.StartedNS), md(string(c.Trigger)), tui.Plural(c.Writes, "write"), code(c.ID))
-}
+func mdChange(c cpid.ChangeRow) string { return changeLine(c, md, code) }
