@@ -105,7 +105,7 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 		if !ok {
 			return usage(fmt.Sprintf("unknown --format %q (otlp, jaeger, perfetto)", *format))
 		}
-		pusher, err := newPusher(e)
+		pusher, err := newPusher(func(format string, a ...any) { fmt.Fprintf(e.stderr, format+"\n", a...) })
 		if err != nil {
 			return usage(err.Error())
 		}
@@ -183,15 +183,16 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 }
 
 // otlpFlags adds the flags of a push over OTLP/HTTP; the result makes the
-// Pusher once the flags are parsed (nil without --otlp-endpoint), or says
-// what is wrong with them.
-func otlpFlags(fs *pflag.FlagSet) func(e *env) (*export.Pusher, error) {
+// Pusher once the flags are parsed (nil without --otlp-endpoint), which
+// tells say of each failed attempt it retries, or says what is wrong with
+// them.
+func otlpFlags(fs *pflag.FlagSet) func(say func(format string, a ...any)) (*export.Pusher, error) {
 	endpoint := fs.String("otlp-endpoint", "", "push the traces to this OTLP/HTTP receiver (a collector, Tempo, Jaeger v2), e.g. http://localhost:4318")
 	var headers paths
 	fs.Var(&headers, "otlp-header", "a header of the pushes, KEY=VALUE (authentication, a tenant: X-Scope-OrgID=team); repeatable")
 	attempts := fs.Int("otlp-attempts", 5, "send a failed push this many times at most")
 	timeout := fs.Duration("otlp-timeout", 30*time.Second, "give up on one push request after this long")
-	return func(e *env) (*export.Pusher, error) {
+	return func(say func(format string, a ...any)) (*export.Pusher, error) {
 		if *endpoint == "" {
 			if len(headers) > 0 {
 				return nil, errors.New("--otlp-header needs --otlp-endpoint")
@@ -215,7 +216,7 @@ func otlpFlags(fs *pflag.FlagSet) func(e *env) (*export.Pusher, error) {
 		}
 		return &export.Pusher{Endpoint: u, Header: h, Attempts: *attempts, Timeout: *timeout,
 			Retried: func(attempt int, wait time.Duration, err error) {
-				fmt.Fprintf(e.stderr, "otlp: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
+				say("otlp: attempt %d failed (%s); again in %s", attempt, tui.Printable(err.Error()), wait)
 			}}, nil
 	}
 }

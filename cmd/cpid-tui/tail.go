@@ -95,7 +95,15 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 	settle := fs.Duration("otlp-settle", 30*time.Second, "--otlp-endpoint: push a change once its last write is this much older than the settled data")
 	return func(ctx context.Context, args []string) error {
 		db, cluster := e.db, e.writeCluster()
-		pusher, err := newPusher(e)
+		// say writes a notice; they come from the tailer, the reconstruct
+		// loop and the pushes.
+		var mu sync.Mutex
+		say := func(format string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(e.stderr, "tail: "+format+"\n", a...)
+		}
+		pusher, err := newPusher(say)
 		switch {
 		case err != nil:
 			return usagef("%v", err)
@@ -130,7 +138,6 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			resume[i] = s.Checkpoint
 		}
 		m := &ingest.Metrics{}
-		var mu sync.Mutex // notices come from the tailer and the reconstruct loop
 		t := &ingest.Tailer{
 			Sink:       tailSink(st),
 			Full:       db0.full,
@@ -141,32 +148,21 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			Redaction:  redaction(),
 			Poll:       *poll,
 			Metrics:    m,
-			Notice: func(n ingest.Notice) {
-				mu.Lock()
-				defer mu.Unlock()
-				fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(n.String()))
-			},
-			BatchSize: *batch,
+			Notice:     func(n ingest.Notice) { say("%s", tui.Printable(n.String())) },
+			BatchSize:  *batch,
 		}
 		var stream *export.Stream
 		if pusher != nil {
-			pusher.Retried = func(attempt int, wait time.Duration, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				fmt.Fprintf(e.stderr, "tail: otlp: attempt %d failed (%s); again in %s\n", attempt, tui.Printable(err.Error()), wait)
-			}
 			stream = &export.Stream{Pusher: pusher, Settle: *settle}
 		}
 		// push sends what settled after a run; a failure is said, and what
 		// was not sent is sent after the next run.
 		push := func(ctx context.Context, final bool) {
 			n, err := stream.Push(ctx, st, final)
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
-				fmt.Fprintf(e.stderr, "tail: %s\n", tui.Printable(err.Error()))
+				say("%s", tui.Printable(err.Error()))
 			} else if n.Rejected > 0 {
-				fmt.Fprintf(e.stderr, "tail: otlp: the receiver rejected %d spans: %s\n", n.Rejected, tui.Printable(n.Message))
+				say("otlp: the receiver rejected %d spans: %s", n.Rejected, tui.Printable(n.Message))
 			}
 		}
 		if *every > 0 {
@@ -193,9 +189,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 				return err
 			}
 		}
-		mu.Lock()
-		fmt.Fprintf(e.stderr, "tail: following %s into %s\n", strings.Join(t.Paths, " "), db)
-		mu.Unlock()
+		say("following %s into %s", strings.Join(t.Paths, " "), db)
 		g.Go(func() error { return t.Run(ctx) })
 		err = g.Wait()
 		if stream != nil && err == nil {
