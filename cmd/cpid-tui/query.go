@@ -83,6 +83,9 @@ Examples:
 // queries are the queries of query, for help and completion.
 var queries = []string{"changes", "timeline", "spans", "related", "origins", "sli", "hops", "anomalies"}
 
+// idQueries are the queries that take a change id or a CPID.
+var idQueries = []string{"timeline", "spans", "related", "origins"}
+
 func setupQuery(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
 	sort := fs.String("sort", "time", "changes: time, duration or size")
@@ -106,7 +109,7 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		switch {
 		case len(args) == 0:
 			return queries, cobra.ShellCompDirectiveNoFileComp
-		case len(args) == 1 && slices.Contains([]string{"timeline", "spans", "related", "origins"}, args[0]):
+		case len(args) == 1 && slices.Contains(idQueries, args[0]):
 			return completeChanges(e)(c, args, toComplete)
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
@@ -126,7 +129,7 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 			return usagef("-o name: query %s lists no ids (changes, spans, related and origins do)", pos[0])
 		}
 		want := 0
-		if slices.Contains([]string{"timeline", "spans", "related", "origins"}, pos[0]) {
+		if slices.Contains(idQueries, pos[0]) {
 			want = 1
 		}
 		if len(pos) != want+1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/cpid-dev/cpid"
@@ -109,11 +110,10 @@ func describeCPIDs(ctx context.Context, st cpid.ChangeReader, ids []string) ([]r
 	return rows, nil
 }
 
+// appendNew appends x to xs unless xs holds it.
 func appendNew(xs []string, x string) []string {
-	for _, y := range xs {
-		if y == x {
-			return xs
-		}
+	if slices.Contains(xs, x) {
+		return xs
 	}
 	return append(xs, x)
 }
@@ -133,10 +133,7 @@ func listCell(xs []string) string {
 func shortIDs(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = id
-		if len(id) > 8 {
-			out[i] = id[:8]
-		}
+		out[i] = shortID(id)
 	}
 	return out
 }
