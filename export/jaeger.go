@@ -74,7 +74,7 @@ func Jaeger(traces []Trace) JaegerFile {
 				pids[s.Service] = pid
 				p := JaegerProcess{ServiceName: s.Service, Tags: []JaegerTag{}}
 				if t.Change.Cluster != "" {
-					p.Tags = append(p.Tags, jaegerTag("k8s.cluster.name", t.Change.Cluster)...)
+					p.Tags = append(p.Tags, jaegerTag("k8s.cluster.name", t.Change.Cluster))
 				}
 				jt.Processes[pid] = p
 			}
@@ -86,10 +86,10 @@ func Jaeger(traces []Trace) JaegerFile {
 			}
 			for i, l := range s.Links {
 				js.References = append(js.References, JaegerRef{"FOLLOWS_FROM", l.Trace.String(), l.Span.String()})
-				js.Tags = append(js.Tags, jaegerTag("cpid.link."+strconv.Itoa(i)+".source", l.Source)...)
+				js.Tags = append(js.Tags, jaegerTag("cpid.link."+strconv.Itoa(i)+".source", l.Source))
 			}
 			for _, a := range s.Attrs {
-				js.Tags = append(js.Tags, jaegerTag(a.Key, a.Value)...)
+				js.Tags = append(js.Tags, jaegerTag(a.Key, a.Value))
 			}
 			kind := "internal"
 			if s.Kind == KindWrite {
@@ -107,19 +107,19 @@ func Jaeger(traces []Trace) JaegerFile {
 	return f
 }
 
-// jaegerTag is an attribute as Jaeger tags: a list becomes a JSON string,
+// jaegerTag is an attribute as a Jaeger tag: a list becomes a JSON string,
 // as Jaeger's OTLP translator does.
-func jaegerTag(k string, v any) []JaegerTag {
+func jaegerTag(k string, v any) JaegerTag {
 	switch x := v.(type) {
 	case string:
-		return []JaegerTag{{k, "string", x}}
+		return JaegerTag{k, "string", x}
 	case int64:
-		return []JaegerTag{{k, "int64", x}}
+		return JaegerTag{k, "int64", x}
 	case bool:
-		return []JaegerTag{{k, "bool", x}}
+		return JaegerTag{k, "bool", x}
 	}
 	b, _ := json.Marshal(v)
-	return []JaegerTag{{k, "string", string(b)}}
+	return JaegerTag{k, "string", string(b)}
 }
 
 // WriteJaeger writes traces as a Jaeger JSON file.
