@@ -270,8 +270,7 @@ func formatsOf(c *cobra.Command) []string {
 	return nil
 }
 
-// checkOutput refuses an -o the command does not print, and --no-headers
-// where there is no header.
+// checkOutput refuses an -o the command does not print.
 func checkOutput(c *cobra.Command, e *env) error {
 	fs := formatsOf(c)
 	if e.output != "" && !slices.Contains(fs, e.output) {
