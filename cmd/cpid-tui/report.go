@@ -79,16 +79,15 @@ func setupReport(c *cobra.Command, e *env) runFunc {
 		if f != "html" && f != "md" {
 			return usagef("--format %q: give html or md", f)
 		}
-		db, cluster := e.db, &e.cluster
-		db0, err := openStore(ctx, e.notices(), db, readOnly)
+		db, err := openStore(ctx, e.notices(), e.db, readOnly)
 		if err != nil {
 			return err
 		}
-		defer db0.close()
-		st := db0.view(*cluster)
+		defer db.close()
+		st := db.view(e.cluster)
 		id, err := resolveChange(ctx, st, pos[0])
 		if err != nil {
-			db0.hintReconstruct(ctx, e, db, *cluster)
+			db.hintReconstruct(ctx, e, e.db, e.cluster)
 			return err
 		}
 		r, err := report.Build(ctx, st, id)

@@ -47,10 +47,9 @@ func TestReportFixtures(t *testing.T) {
 	for _, f := range realBundles(t) {
 		t.Run(f, func(t *testing.T) {
 			db := reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle"))
-			code, js, e := runCmd(t, nil, "query", "changes", "--db", db, "--limit", "0", "--output", "json")
-			var cs []cpid.ChangeRow
-			if code != 0 || json.Unmarshal([]byte(js), &cs) != nil || len(cs) == 0 {
-				t.Fatalf("query changes: %d %s", code, e)
+			cs := queryJSON[[]cpid.ChangeRow](t, "query", "changes", "--db", db, "--limit", "0", "--output", "json")
+			if len(cs) == 0 {
+				t.Fatal("query changes: no change")
 			}
 			first, largest := cs[0], cs[0]
 			for _, c := range cs {

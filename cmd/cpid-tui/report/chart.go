@@ -147,11 +147,11 @@ func (r *Report) Chart(l Layout) Chart {
 		c.Lanes = append(c.Lanes, ln)
 	}
 	ts := ticks(r.EndNS-r.OriginNS, l.MaxTicks)
+	step := int64(1)
+	if len(ts) > 1 {
+		step = ts[1]
+	}
 	for _, t := range ts {
-		step := int64(1)
-		if len(ts) > 1 {
-			step = ts[1]
-		}
 		tk := Tick{X: x(lo + t), Label: "+" + tickLabel(t, step), Anchor: "middle"}
 		switch {
 		case t == 0:
