@@ -8,6 +8,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -263,10 +264,9 @@ func (r *Report) linked(ctx context.Context, st cpid.ChangeReader) error {
 			feeds[c.ID] = c
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(feeds)) {
-		r.Feeds = append(r.Feeds, feeds[id])
-	}
-	sort.SliceStable(r.Feeds, func(i, j int) bool { return r.Feeds[i].StartedNS < r.Feeds[j].StartedNS })
+	r.Feeds = slices.SortedFunc(maps.Values(feeds), func(a, b cpid.ChangeRow) int {
+		return cmp.Or(cmp.Compare(a.StartedNS, b.StartedNS), strings.Compare(a.ID, b.ID))
+	})
 	return nil
 }
 
