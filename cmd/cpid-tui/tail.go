@@ -165,10 +165,16 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 				say("otlp: the receiver rejected %d spans: %s", n.Rejected, tui.Printable(n.Message))
 			}
 		}
+		// derive brings the derived tables up to date, as every run of the
+		// loop and the last one before a push on stop do.
+		derive := func(ctx context.Context) error {
+			_, err := reconstruct.Run(ctx, st, runOptions(false, reconstruct.LiveStepRows))
+			return err
+		}
 		if *every > 0 {
 			t.ReconstructEvery = *every
 			t.Reconstruct = func(ctx context.Context) error {
-				_, err := reconstruct.Run(ctx, st, runOptions(false, reconstruct.LiveStepRows))
+				err := derive(ctx)
 				if err == nil && stream != nil {
 					// A push under way when the tailer stops is given 10 s
 					// to finish: cut short, the receiver may have the
@@ -195,7 +201,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 		if stream != nil && err == nil {
 			// What was read last is derived and pushed before exiting.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			if _, rerr := reconstruct.Run(fctx, st, runOptions(false, reconstruct.LiveStepRows)); rerr != nil {
+			if rerr := derive(fctx); rerr != nil {
 				fmt.Fprintf(e.stderr, "tail: reconstruct: %s\n", tui.Printable(rerr.Error()))
 			}
 			push(fctx, true)
