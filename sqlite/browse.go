@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -171,7 +172,7 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRo
 		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN b.response_object ->> '$.kind' END, ''), c.api_group, c.resource, c.subresource,
 		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
-		WHERE c.id IN (`+placeholders(len(ids))+`) ORDER BY c.started_ns DESC, c.id`, strArgs(ids)...)
+		WHERE c.id IN `+inJSON+` ORDER BY c.started_ns DESC, c.id`, jsonList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("changes by id: %w", err)
 	}
@@ -197,7 +198,7 @@ func (s *Store) ChangesCarrying(ctx context.Context, cpids []string) ([]string, 
 	}
 	// No condition on change_id: the planner would scan revisions_change.
 	ids, err := column(ctx, s.r, `SELECT DISTINCT COALESCE(change_id, '') FROM revisions
-		WHERE cpid IN (`+placeholders(len(cpids))+`) ORDER BY 1`, strArgs(cpids)...)
+		WHERE cpid IN `+inJSON+` ORDER BY 1`, jsonList(cpids))
 	return cpid.DropIDs(ids, ""), err
 }
 
@@ -276,7 +277,7 @@ func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGra
 	}
 	rows, err = db.QueryContext(ctx, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
 		FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
-		WHERE m.cpid IN (`+placeholders(len(cpids))+`) ORDER BY m.ts_ns, m.id, x.pos`, strArgs(cpids)...)
+		WHERE m.cpid IN `+inJSON+` ORDER BY m.ts_ns, m.id, x.pos`, jsonList(cpids))
 	if err != nil {
 		return b.Graph(), fmt.Errorf("merges of change %s: %w", change, err)
 	}
@@ -298,7 +299,7 @@ func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGra
 		return b.Graph(), nil
 	}
 	rows, err = db.QueryContext(ctx, `SELECT DISTINCT cpid, COALESCE(change_id, '') FROM revisions
-		WHERE cpid IN (`+placeholders(len(srcs))+`) ORDER BY cpid, 2`, strArgs(srcs)...)
+		WHERE cpid IN `+inJSON+` ORDER BY cpid, 2`, jsonList(srcs))
 	if err != nil {
 		return b.Graph(), fmt.Errorf("changes of merge sources: %w", err)
 	}
@@ -492,6 +493,18 @@ func column(ctx context.Context, db querier, q string, args ...any) ([]string, e
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// inJSON is the list of a condition "x IN (...)" whose values are one
+// argument, a JSON array (jsonList): any number of them, where one
+// placeholder each would stop at SQLite's limit of 32766 (an export of
+// every change of a large database).
+const inJSON = `(SELECT value FROM json_each(?))`
+
+// jsonList is the argument of inJSON.
+func jsonList(ss []string) string {
+	b, _ := json.Marshal(ss)
+	return string(b)
 }
 
 func strArgs(ss []string) []any {
