@@ -123,42 +123,8 @@ func compareChanges(ctx context.Context, st cpid.ChangeReader, id1, id2 string) 
 		}
 	}
 	r = reconstruct.Compare(cs[0], cs[1], ts[0], ts[1])
-	r.Summary = summary(r)
+	r.Summary = tui.CompareSummary(r)
 	return r, nil
-}
-
-// summary says how much longer (or shorter) B took than A, and which
-// writer most of the difference went to.
-func summary(r diffReport) string {
-	a, b := shortID(r.A.ID), shortID(r.B.ID)
-	if r.DeltaNS == 0 {
-		return fmt.Sprintf("%s took as long as %s (%s)", b, a, dur(r.SettledBNS))
-	}
-	more := "longer"
-	if r.DeltaNS < 0 {
-		more = "less"
-	}
-	s := fmt.Sprintf("%s took %s %s than %s (%s against %s)", b, dur(abs(r.DeltaNS)), more, a, dur(r.SettledBNS), dur(r.SettledANS))
-	top := r.Top()
-	if top != nil {
-		s += fmt.Sprintf("; %s of it in %s", dur(abs(top.DeltaNS)), top.Writer)
-	}
-	return s
-}
-
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-// signed formats a duration difference: +3.2ms, -1.0ms.
-func signed(ns int64) string {
-	if ns < 0 {
-		return dur(ns)
-	}
-	return "+" + dur(ns)
 }
 
 // printDiff writes the report in the format asked for.
@@ -170,7 +136,7 @@ func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
 		at2, hop2 := tui.StepSide(s.B, dur)
 		delta := "-"
 		if s.DeltaNS != nil {
-			delta = signed(*s.DeltaNS)
+			delta = tui.Signed(*s.DeltaNS)
 		}
 		rows = append(rows, []string{s.Step, at1, hop1, at2, hop2, delta})
 	}
@@ -192,9 +158,9 @@ func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
 	fmt.Fprintln(w)
 	rows = nil
 	for _, d := range r.Writers {
-		rows = append(rows, []string{d.Writer, dur(d.ANS), dur(d.BNS), signed(d.DeltaNS)})
+		rows = append(rows, []string{d.Writer, dur(d.ANS), dur(d.BNS), tui.Signed(d.DeltaNS)})
 	}
-	rows = append(rows, []string{"settled after", dur(r.SettledANS), dur(r.SettledBNS), signed(r.DeltaNS)})
+	rows = append(rows, []string{"settled after", dur(r.SettledANS), dur(r.SettledBNS), tui.Signed(r.DeltaNS)})
 	byWriter := listing{head: []string{"CRITICAL PATH BY WRITER", "(1)", "(2)", "DELTA"}, rows: rows, elide: []int{0}}
 	if err := byWriter.write(w, format, noHeaders); err != nil {
 		return err

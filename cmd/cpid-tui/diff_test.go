@@ -395,3 +395,5 @@ func TestQueryChangesFilters(t *testing.T) {
 		}
 	}
 }
+
+func abs(x int64) int64 { return max(x, -x) }

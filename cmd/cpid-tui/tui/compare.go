@@ -161,8 +161,8 @@ func StepSide(x *reconstruct.StepSide, at func(ns int64) string) (string, string
 	return at(x.AtNS), hop
 }
 
-// signed formats a difference: +3.20ms, -1.00ms.
-func signed(ns int64) string {
+// Signed formats a difference: +3.20ms, -1.00ms (the TUI and cpid-tui diff).
+func Signed(ns int64) string {
 	if ns < 0 {
 		return dur(ns)
 	}
@@ -214,7 +214,7 @@ func (d *compareScreen) view(w, h int) string {
 		at2, hop2 := side(st.B)
 		delta := "-"
 		if st.DeltaNS != nil {
-			delta = signed(*st.DeltaNS)
+			delta = Signed(*st.DeltaNS)
 		}
 		line := mark(i == d.cursor) + "  " + fitName(st.Step, stepW) + " " + cell(at1, atW) + cell(hop1, hopW) + cell(at2, atW) + cell(hop2, hopW) +
 			right(delta, deltaW)
@@ -234,7 +234,7 @@ func (d *compareScreen) view(w, h int) string {
 	cell = func(v string, n int) string { return right(v, n) + " " }
 	table := []string{s.header.Render(fit("  "+fit("CRITICAL PATH BY WRITER", nameW+1)+cell("(1)", deltaW)+cell("(2)", deltaW)+right("DELTA", deltaW), w))}
 	row := func(x reconstruct.WriterDelta) string {
-		return "  " + fitName(x.Writer, nameW) + " " + cell(dur(x.ANS), deltaW) + cell(dur(x.BNS), deltaW) + right(signed(x.DeltaNS), deltaW)
+		return "  " + fitName(x.Writer, nameW) + " " + cell(dur(x.ANS), deltaW) + cell(dur(x.BNS), deltaW) + right(Signed(x.DeltaNS), deltaW)
 	}
 	// The largest differences come first: those that fit, then the total.
 	shown := wr
