@@ -24,6 +24,15 @@ func (k ObjectKey) String() string {
 	return r + "/" + k.Name
 }
 
+// ObjectName names an object for people: "Kind namespace/name", or "Kind
+// name" when it is cluster-scoped.
+func ObjectName(kind, ns, name string) string {
+	if ns == "" {
+		return kind + " " + name
+	}
+	return kind + " " + ns + "/" + name
+}
+
 // OwnerRef is one metadata.ownerReferences entry.
 type OwnerRef struct {
 	APIVersion string `json:"apiVersion"`

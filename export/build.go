@@ -407,12 +407,7 @@ var objectKeys = map[string]string{
 func objectKey(group, resource string) string { return objectKeys[group+"/"+resource] }
 
 // object names an object: "Kind namespace/name".
-func object(kind, ns, name string) string {
-	if ns == "" {
-		return kind + " " + name
-	}
-	return kind + " " + ns + "/" + name
-}
+func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }
 
 func sub(s string) string {
 	if s == "" {

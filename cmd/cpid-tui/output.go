@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
@@ -502,9 +503,4 @@ func timeOfDay(ns int64) string {
 func dur(ns int64) string { return tui.Duration(ns) }
 
 // object formats kind namespace/name.
-func object(kind, ns, name string) string {
-	if ns == "" {
-		return kind + " " + name
-	}
-	return kind + " " + ns + "/" + name
-}
+func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }

@@ -478,12 +478,7 @@ func (r *Report) Merges() map[string]int {
 	return out
 }
 
-func object(kind, ns, name string) string {
-	if ns == "" {
-		return kind + " " + name
-	}
-	return kind + " " + ns + "/" + name
-}
+func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }
 
 func withSub(verb, sub string) string {
 	if sub == "" {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // clock formats a Unix-ns time of day, UTC, to the millisecond.
@@ -38,12 +40,7 @@ func offset(ns int64) string {
 }
 
 // object formats "Kind namespace/name".
-func object(kind, ns, name string) string {
-	if ns == "" {
-		return kind + " " + name
-	}
-	return kind + " " + ns + "/" + name
-}
+func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }
 
 // objectName is object() in at most w cells: the namespace elided first,
 // then the middle of the whole; padded to w.
