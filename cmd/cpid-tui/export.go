@@ -7,8 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -234,20 +232,5 @@ func writeExport(stdout io.Writer, path string, fn func(io.Writer) error) error 
 	if path == "-" {
 		return fn(stdout)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".cpid-export-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := fn(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return writeFile(path, fn)
 }

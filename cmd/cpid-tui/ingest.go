@@ -113,7 +113,7 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		defer db0.close()
-		st := db0.view(*cluster)
+		st := db0.view(cluster)
 		in := &ingest.Ingester{
 			Sink: st,
 			Walker: ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin,

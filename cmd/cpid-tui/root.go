@@ -295,10 +295,9 @@ func (e *env) format(c *cobra.Command) string {
 
 // writeCluster is --cluster for a command that stores records: the
 // default cluster when none is given.
-func (e *env) writeCluster() *string {
+func (e *env) writeCluster() string {
 	if e.cluster == "" {
-		c := defaultCluster
-		return &c
+		return defaultCluster
 	}
-	return &e.cluster
+	return e.cluster
 }

@@ -191,7 +191,7 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		defer db0.close()
-		st := db0.view(*cluster)
+		st := db0.view(cluster)
 
 		// The budget bounds what the bodies hold; a soft memory limit keeps
 		// the garbage their decoding leaves from doubling the heap before the

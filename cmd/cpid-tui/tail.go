@@ -125,7 +125,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		defer db0.close()
-		st := db0.view(*cluster)
+		st := db0.view(cluster)
 		if *status {
 			return tailStatus(ctx, e, c, st)
 		}
