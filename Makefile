@@ -36,6 +36,8 @@ vet:
 test: vet
 	$(GO) test -count=1 ./...
 	$(GO) test -race -count=1 -run 'Concurrent' ./sqlite/
+	# The bulk load of a binary built without cgo (the pure-Go SQLite).
+	CGO_ENABLED=0 $(GO) test -count=1 -run 'Bulk' ./sqlite/
 
 # Ingest and reconstruct the bundled real fixture into demo.db, then open
 # the terminal UI on it (q quits, ? shows the keys).

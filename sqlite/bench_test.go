@@ -98,7 +98,7 @@ func BenchmarkBulkWrite(b *testing.B) {
 			batch.Reset()
 		}
 	}
-	if err := bk.Finish(context.Background()); err != nil {
+	if _, err := bk.Finish(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -25,35 +26,43 @@ func init() {
 		Deterministic: true,
 		VolatileArgs:  true, // data is hashed and decompressed, never kept
 		Scalar: func(_ *sqlite3.FunctionContext, args []driver.Value) (driver.Value, error) {
-			if args[0] == nil || args[1] == nil || args[2] == nil {
-				return nil, nil
-			}
-			data, ok := args[0].([]byte)
-			off, ok1 := args[1].(int64)
-			n, ok2 := args[2].(int64)
-			if !ok || !ok1 || !ok2 {
-				return nil, fmt.Errorf("cpid_body(data BLOB, offset INTEGER, len INTEGER): wrong argument types %T, %T, %T",
-					args[0], args[1], args[2])
-			}
-			raw, err := bodyCache.Raw(data)
-			if err != nil {
-				return nil, err
-			}
-			if off < 0 || n < 0 || off+n > int64(len(raw)) {
-				return nil, fmt.Errorf("cpid_body: %d bytes at %d are outside the block's %d", n, off, len(raw))
-			}
-			if n == 0 {
-				return "", nil
-			}
-			// The cached content is never modified: the driver copies
-			// the string into SQLite.
-			return unsafe.String(&raw[off], n), nil
+			return cpidBody(args)
 		},
 	})
 }
 
+// cpidBody is cpid_body(data, offset, len), for either SQLite.
+func cpidBody(args []driver.Value) (driver.Value, error) {
+	if args[0] == nil || args[1] == nil || args[2] == nil {
+		return nil, nil
+	}
+	data, ok := args[0].([]byte)
+	off, ok1 := args[1].(int64)
+	n, ok2 := args[2].(int64)
+	if !ok || !ok1 || !ok2 {
+		return nil, fmt.Errorf("cpid_body(data BLOB, offset INTEGER, len INTEGER): wrong argument types %T, %T, %T",
+			args[0], args[1], args[2])
+	}
+	raw, err := bodyCache.Raw(data)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 || off+n > int64(len(raw)) {
+		return nil, fmt.Errorf("cpid_body: %d bytes at %d are outside the block's %d", n, off, len(raw))
+	}
+	if n == 0 {
+		return "", nil
+	}
+	// The cached content is never modified: the driver copies
+	// the string into SQLite.
+	return unsafe.String(&raw[off], n), nil
+}
+
 // blockTx is the SQL of blocks.Tx in one of the writer's transactions.
-type blockTx struct{ tx *sql.Tx }
+type blockTx struct {
+	tx    *sql.Tx
+	batch *batchExec // the store's, if any
+}
 
 func (b blockTx) Last(ctx context.Context, cluster, kind string) (id, rawLen int64, ok bool, err error) {
 	err = b.tx.QueryRowContext(ctx, `SELECT id, raw_len FROM body_blocks WHERE cluster = ? AND kind = ? ORDER BY id DESC LIMIT 1`,
@@ -106,18 +115,27 @@ func (bt blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Bl
 			return err
 		}
 	}
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO audit_body_refs(event_id, block_id, offset, request_len, response_len, status_len)
-		VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
-	for _, r := range refs {
-		if _, err := ins.ExecContext(ctx, r.EventID, bs[r.Block].ID, r.Off, nullLen(r.Len[0]), nullLen(r.Len[1]), nullLen(r.Len[2])); err != nil {
-			return fmt.Errorf("store body of event %d: %w", r.EventID, err)
+	r := newRows(6)
+	defer r.put()
+	for _, ref := range refs {
+		r.int(ref.EventID)
+		r.int(bs[ref.Block].ID)
+		r.int(int64(ref.Off))
+		for _, n := range ref.Len {
+			if n < 0 {
+				r.null()
+			} else {
+				r.int(int64(n))
+			}
 		}
 	}
-	return nil
+	err := execRows(ctx, tx, bt.batch, `INSERT INTO audit_body_refs(event_id, block_id, offset, request_len, response_len, status_len)
+		VALUES (?, ?, ?, ?, ?, ?)`, r, make([]int64, len(refs)))
+	var re *rowError
+	if errors.As(err, &re) {
+		return fmt.Errorf("store body of event %d: %w", refs[re.row].EventID, re.err)
+	}
+	return err
 }
 
 func nullLen(n int) any {
@@ -166,7 +184,7 @@ func packLegacyBodies(ctx context.Context, tx *sql.Tx) error {
 			if len(chunk) == 0 {
 				break
 			}
-			committed, err := w.Write(ctx, blockTx{tx}, cluster, chunk)
+			committed, err := w.Write(ctx, blockTx{tx: tx}, cluster, chunk)
 			if err != nil {
 				return fmt.Errorf("pack the bodies of schema v7: %w", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 )
 
@@ -35,7 +36,7 @@ func TestBulk(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the database is at its path before Finish: %v", err)
 	}
-	if err := b.Finish(ctx); err != nil {
+	if _, err := b.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(ctx, path)
@@ -71,10 +72,75 @@ func TestBulk(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(other, []byte("someone else's"), 0o600)
-	if err := b.Finish(ctx); err == nil || !strings.Contains(err.Error(), "appeared") {
+	if _, err := b.Finish(ctx); err == nil || !strings.Contains(err.Error(), "appeared") {
 		t.Errorf("Finish over a database that appeared: %v", err)
 	}
 	if got, _ := os.ReadFile(other); string(got) != "someone else's" {
 		t.Errorf("the database that appeared was replaced")
+	}
+}
+
+// TestBulkDuplicates: the bulk load keeps no unique index while it loads,
+// so the records given twice are removed by Finish: the database ends as
+// an ordinary one that refused them as they came (the same records in the
+// same order, the first of each kept; ids may skip the numbers of those
+// removed), and the counts (what Write said, corrected by what Finish
+// returns) are the same.
+func TestBulkDuplicates(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	inputs := []string{"../fixtures/basic/bundle", "../fixtures/kcm-restart/bundle", "../fixtures/basic/bundle"}
+	b, err := OpenBulk(ctx, filepath.Join(dir, "bulk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bulk cpid.Written
+	for _, in := range inputs {
+		sum, err := (&ingest.Ingester{Sink: b}).Run(ctx, []string{in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bulk.Add(sum.Written)
+	}
+	dups, err := b.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bulk.Add(dups)
+	ref := openTest(t)
+	var want cpid.Written
+	for _, in := range inputs {
+		sum, err := (&ingest.Ingester{Sink: ref}).Run(ctx, []string{in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Add(sum.Written)
+	}
+	if bulk != want || want.AuditDups == 0 || want.LogDups == 0 {
+		t.Errorf("bulk load counted %+v, an ordinary database %+v", bulk, want)
+	}
+	s, err := Open(ctx, filepath.Join(dir, "bulk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range []string{
+		`SELECT row_number() OVER (ORDER BY id) || ' ' || hex(hash) || ' ' || audit_id || ' ' || line FROM audit_events ORDER BY hash`,
+		`SELECT hex(e.hash) || ' ' || coalesce(b.request_object, '') || coalesce(b.response_object, '') || coalesce(b.response_status, '')
+			FROM audit_bodies b JOIN audit_events e ON e.id = b.event_id ORDER BY e.hash`,
+		`SELECT row_number() OVER (ORDER BY id) || ' ' || hex(hash) || ' ' || msg FROM log_records ORDER BY hash`,
+		`SELECT count(*) FROM audit_body_refs WHERE event_id NOT IN (SELECT id FROM audit_events)`,
+	} {
+		got, err := column(ctx, s.r, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, err := column(ctx, ref.r, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, "\n") != strings.Join(exp, "\n") {
+			t.Errorf("%s: the bulk load has %d rows, an ordinary database %d", q, len(got), len(exp))
+		}
 	}
 }

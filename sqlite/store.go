@@ -54,6 +54,9 @@ type conns struct {
 	mu      sync.Mutex       // guards fileIDs and open: Write may be called from several goroutines
 	fileIDs map[string]int64 // cluster and path -> files.id of committed rows
 	bodies  blocks.Writer    // packs bodies into blocks
+	// batch, when set, runs the inserts of a write by the batch in C
+	// SQLite (the bulk load of a new database, cbatch_cgo.go).
+	batch *batchExec
 }
 
 // InCluster returns the view of the database from cluster name ("" for
@@ -377,9 +380,21 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// isConstraint reports SQLITE_CONSTRAINT (a unique index refused a row).
+func isConstraint(err error) bool {
+	if c, ok := cCode(err); ok {
+		return c == sqlite3lib.SQLITE_CONSTRAINT
+	}
+	var se *sqlite3.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3lib.SQLITE_CONSTRAINT
+}
+
 // isBusy reports SQLITE_BUSY.
 func isBusy(err error) bool {
 	var se *sqlite3.Error
+	if c, ok := cCode(err); ok {
+		return c == sqlite3lib.SQLITE_BUSY
+	}
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3lib.SQLITE_BUSY
 }
 
@@ -410,6 +425,9 @@ func (s *Store) migrateRetrying(ctx context.Context) error {
 func IsFull(err error) bool {
 	var se *sqlite3.Error
 	if errors.As(err, &se) && se.Code()&0xff == sqlite3lib.SQLITE_FULL {
+		return true
+	}
+	if c, ok := cCode(err); ok && c == sqlite3lib.SQLITE_FULL {
 		return true
 	}
 	return errors.Is(err, syscall.ENOSPC)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,6 +16,9 @@ const insertAudit = `INSERT OR IGNORE INTO audit_events(
 	namespace, name, uid, resource_version, username, user_agent, source_ips, code, received_ns, stage_ns,
 	cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster, traceparent)
 VALUES (?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?,?, ?,?,?,?,?,?,?,?,?)`
+
+// auditColumns is the number of values insertAudit takes.
+const auditColumns = 29
 
 const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line, cluster)
 VALUES (?,?,?,?,?,?,?,?,?,?)`
@@ -73,27 +77,56 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 			return id, nil
 		}
 		if len(b.Audits) > 0 {
-			var bodies []blocks.Body
-			ins, err := tx.PrepareContext(ctx, insertAudit)
-			if err != nil {
-				return err
-			}
-			defer ins.Close()
+			r := newRows(auditColumns)
+			defer r.put()
 			for i := range b.Audits {
 				a := &b.Audits[i]
 				fid, err := fileID(a.File)
 				if err != nil {
 					return err
 				}
-				r, err := ins.ExecContext(stmtCtx, a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI,
-					a.APIGroup, a.APIVersion, a.Resource, a.Subresource, a.Namespace, a.Name, a.UID,
-					a.ResourceVersion, a.Username, a.UserAgent, cpid.JSONStrings(a.SourceIPs), nullInt(a.Code),
-					a.ReceivedNS, a.StageNS, nullString(a.CPID), cpid.JSONStrings(a.CPIDAncestors),
-					cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), a.Redacted, fid, a.Line, cluster, nullString(a.Traceparent))
-				if err != nil {
-					return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
+				r.blob(a.Hash[:])
+				r.text(a.AuditID)
+				r.text(a.Stage)
+				r.text(a.Level)
+				r.text(a.Verb)
+				r.text(a.RequestURI)
+				r.text(a.APIGroup)
+				r.text(a.APIVersion)
+				r.text(a.Resource)
+				r.text(a.Subresource)
+				r.text(a.Namespace)
+				r.text(a.Name)
+				r.text(a.UID)
+				r.text(a.ResourceVersion)
+				r.text(a.Username)
+				r.text(a.UserAgent)
+				r.value(cpid.JSONStrings(a.SourceIPs))
+				r.intOrNull(int64(a.Code))
+				r.int(a.ReceivedNS)
+				r.int(a.StageNS)
+				r.textOrNull(a.CPID)
+				r.value(cpid.JSONStrings(a.CPIDAncestors))
+				r.value(cpid.JSONText(a.OwnerRefs))
+				r.value(cpid.JSONText(a.Annotations))
+				r.int(boolInt(a.Redacted))
+				r.int(fid)
+				r.int(int64(a.Line))
+				r.text(cluster)
+				r.textOrNull(a.Traceparent)
+			}
+			ids := make([]int64, len(b.Audits))
+			if err := execRows(stmtCtx, tx, s.batch, insertAudit, r, ids); err != nil {
+				var re *rowError
+				if errors.As(err, &re) {
+					return fmt.Errorf("insert audit event %s: %w", b.Audits[re.row].Pos, re.err)
 				}
-				if n, _ := r.RowsAffected(); n == 0 {
+				return err
+			}
+			var bodies []blocks.Body
+			for i, id := range ids {
+				a := &b.Audits[i]
+				if id == 0 {
 					res.AuditDups++
 					if ownA != nil {
 						dups[ownA[i]]++
@@ -104,13 +137,9 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 				if a.RequestObject == nil && a.ResponseObject == nil && a.ResponseStatus == nil {
 					continue
 				}
-				id, err := r.LastInsertId()
-				if err != nil {
-					return err
-				}
 				bodies = append(bodies, blocks.NewBody(id, a.Verb, a.RequestObject, a.ResponseObject, a.ResponseStatus))
 			}
-			if afterCommit, err = s.bodies.Write(stmtCtx, blockTx{tx}, cluster, bodies); err != nil {
+			if afterCommit, err = s.bodies.Write(stmtCtx, blockTx{tx, s.batch}, cluster, bodies); err != nil {
 				return err
 			}
 		}
@@ -171,6 +200,13 @@ func writeCheckpoints(ctx context.Context, tx *sql.Tx, cluster string, cks []cpi
 		}
 	}
 	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func nullString(s string) any {

@@ -31,7 +31,7 @@ type database struct {
 	// full reports a store error that waiting may cure (a full disk).
 	full func(error) bool
 	// finish and abandon end a bulk load (openForLoad); nil otherwise.
-	finish  func(context.Context) error
+	finish  func(context.Context) (cpid.Written, error)
 	abandon func() error
 }
 

@@ -1,0 +1,25 @@
+//go:build !cgo
+
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+)
+
+// haveC says this build has SQLite in C (cgo). Without it the bulk load
+// uses the pure-Go SQLite, row by row through database/sql.
+const haveC = false
+
+func openC(string) (*sql.DB, *batchExec, error) {
+	return nil, nil, errors.New("sqlite: this cpid-tui was built without cgo")
+}
+
+// batchExec is never made without cgo.
+type batchExec struct{}
+
+func (*batchExec) exec(string, *rows, []int64) error { panic("sqlite: no C SQLite in this build") }
+
+func (*batchExec) close() {}
+
+func cCode(error) (int, bool) { return 0, false }
