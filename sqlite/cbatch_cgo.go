@@ -164,8 +164,13 @@ func (c *cConnector) handle() (*C.sqlite3, int) {
 	if c.last == nil {
 		return nil, 0
 	}
-	// mattn/go-sqlite3 keeps it unexported in the field db.
-	return (*C.sqlite3)(reflect.ValueOf(c.last).Elem().FieldByName("db").UnsafePointer()), c.gen
+	// mattn/go-sqlite3 keeps it unexported in the field db (go.mod pins
+	// the version; TestBulk fails if another one moved it).
+	f := reflect.ValueOf(c.last).Elem().FieldByName("db")
+	if !f.IsValid() || f.Kind() != reflect.Pointer {
+		return nil, 0
+	}
+	return (*C.sqlite3)(f.UnsafePointer()), c.gen
 }
 
 // batchExec runs the inserts of a batch of rows in one call to C, in the
@@ -183,7 +188,7 @@ func (b *batchExec) exec(query string, r *rows, ids []int64) error {
 	}
 	db, gen := b.c.handle()
 	if db == nil {
-		return errors.New("sqlite: no connection for the batch")
+		return errors.New("sqlite: no connection handle for the batch (mattn/go-sqlite3's SQLiteConn.db)")
 	}
 	if gen != b.gen {
 		b.close()
