@@ -94,28 +94,25 @@ func TestBulkDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bulk cpid.Written
-	for _, in := range inputs {
-		sum, err := (&ingest.Ingester{Sink: b}).Run(ctx, []string{in})
-		if err != nil {
-			t.Fatal(err)
+	// Each input in its own run, as one ingest after another.
+	ingestEach := func(sink cpid.RecordWriter) (w cpid.Written) {
+		for _, in := range inputs {
+			sum, err := (&ingest.Ingester{Sink: sink}).Run(ctx, []string{in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Add(sum.Written)
 		}
-		bulk.Add(sum.Written)
+		return w
 	}
+	bulk := ingestEach(b)
 	dups, err := b.Finish(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bulk.Add(dups)
 	ref := openTest(t)
-	var want cpid.Written
-	for _, in := range inputs {
-		sum, err := (&ingest.Ingester{Sink: ref}).Run(ctx, []string{in})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want.Add(sum.Written)
-	}
+	want := ingestEach(ref)
 	if bulk != want || want.AuditDups == 0 || want.LogDups == 0 {
 		t.Errorf("bulk load counted %+v, an ordinary database %+v", bulk, want)
 	}
