@@ -138,13 +138,6 @@ func (bt blockTx) Put(ctx context.Context, cluster, kind string, bs []*blocks.Bl
 	return err
 }
 
-func nullLen(n int) any {
-	if n < 0 {
-		return nil
-	}
-	return n
-}
-
 // packLegacyBodies moves the bodies of a database older than schema v8
 // (table audit_bodies_v7, one row of JSON text per event) into blocks, in
 // event order, and drops the old table. It runs in migration 0008's
