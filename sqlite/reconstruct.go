@@ -48,7 +48,7 @@ func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
 func (s *Store) Late(ctx context.Context, w cpid.Watermark, msg string) (int64, error) {
 	var n int64
 	err := s.r.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms+` AND cluster = ?5) +
+		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms("")+` AND cluster = ?5) +
 		(SELECT count(*) FROM log_records WHERE id > ?3 AND ts_ns <= ?2 AND msg = ?4 AND cluster = ?5)`,
 		w.EventID, w.CutoffNS, w.LogID, msg, s.own()).Scan(&n)
 	return n, err
@@ -57,7 +57,7 @@ func (s *Store) Late(ctx context.Context, w cpid.Watermark, msg string) (int64, 
 // LatestWrite returns the latest receive time of a write with id <= upToID.
 func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
 	var ns int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ? AND `+writeTerms+`
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ? AND `+writeTerms("")+`
 		AND cluster = ?`, upToID, s.own()).Scan(&ns)
 	return ns, err
 }
@@ -75,8 +75,16 @@ func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
 
 // writeTerms select the writes among audit events: the final stage of a
 // create, update, patch, delete or deletecollection. They repeat the WHERE
-// of the partial index audit_events_writes word for word (migration 0004).
-const writeTerms = `stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`
+// of the partial index audit_events_writes word for word (migration 0011),
+// with the columns of table alias e when it is given.
+func writeTerms(e string) string {
+	if e != "" {
+		e += "."
+	}
+	return e + `stage IN ('ResponseComplete', 'Panic') AND (` +
+		e + `verb = 'create' OR ` + e + `verb = 'update' OR ` + e + `verb = 'patch' OR ` +
+		e + `verb = 'delete' OR ` + e + `verb = 'deletecollection')`
+}
 
 // ScanWrites calls fn for the writes q selects (cpid.DerivedStore), in the
 // order the apiserver received them, then id. fn may keep the events.
@@ -116,7 +124,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		CASE WHEN instr(e.annotations, 'apiserver.latency.k8s.io/') > 0 THEN e.annotations END,
 		`+bodies+`, r.block_id, r.offset, r.request_len, r.response_len, e.file_id
 		FROM audit_events e LEFT JOIN audit_body_refs r ON r.event_id = e.id
-		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+ignore.String()+`
+		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND `+writeTerms("e")+ignore.String()+`
 		ORDER BY e.received_ns, e.id`, args...)
 	if err != nil {
 		return err
@@ -397,7 +405,7 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 		UNION ALL
 		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0), ''
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ? AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
+		WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ? AND `+writeTerms("e")+`
 		  AND e.resource = 'leases' AND e.namespace = ? AND e.name IN (`+leases+`)
 		UNION ALL
 		SELECT 'acquired', l.ts_ns, '', '', COALESCE(l.fields ->> '$.lock', ''), l.msg, 0, f.path
