@@ -140,4 +140,9 @@ func TestBulkDuplicates(t *testing.T) {
 			t.Errorf("%s: the bulk load has %d rows, an ordinary database %d", q, len(got), len(exp))
 		}
 	}
+	// The load does not check foreign keys (bulkDSN): what it wrote must
+	// satisfy them all the same.
+	if bad, err := column(ctx, s.r, `SELECT "table" || ' ' || rowid || ' -> ' || parent FROM pragma_foreign_key_check`); err != nil || len(bad) > 0 {
+		t.Errorf("foreign keys the bulk load broke: %v %v", bad, err)
+	}
 }
