@@ -65,6 +65,16 @@ static int cpid_exec_batch(sqlite3 *db, sqlite3_stmt *st, const char *arena, con
 static int cpid_prepare(sqlite3 *db, const char *q, sqlite3_stmt **st) {
 	return sqlite3_prepare_v2(db, q, -1, st, 0);
 }
+
+extern int sqlite3_config(int, ...);
+
+// cpid_no_memstatus turns off SQLite's count of the memory it holds, which
+// takes a global mutex on every allocation. It works only before SQLite
+// initializes (the first connection): after, it is refused and changes
+// nothing.
+static int cpid_no_memstatus(void) {
+	return sqlite3_config(9, 0); // SQLITE_CONFIG_MEMSTATUS
+}
 */
 import "C"
 
@@ -90,6 +100,7 @@ const haveC = true
 // openC opens the database at the URI dsn (fileURI) with SQLite in C, as
 // one connection whose inserts can go by the batch (batchExec).
 func openC(dsn string) (*sql.DB, *batchExec, error) {
+	memstatus.Do(func() { C.cpid_no_memstatus() })
 	c, err := newCConnector(dsn)
 	if err != nil {
 		return nil, nil, err
@@ -101,6 +112,8 @@ func openC(dsn string) (*sql.DB, *batchExec, error) {
 	db.SetConnMaxIdleTime(0)
 	return db, &batchExec{c: c, stmts: map[string]*C.sqlite3_stmt{}}, nil
 }
+
+var memstatus sync.Once
 
 // cConnector opens mattn/go-sqlite3 connections with the _pragma
 // parameters of fileURI (which that driver does not know) run on each,
@@ -125,6 +138,11 @@ func newCConnector(dsn string) (*cConnector, error) {
 		}
 		c.pragmas = q["_pragma"]
 		q.Del("_pragma")
+		// No mutex of the connection's own (SQLITE_OPEN_NOMUTEX):
+		// database/sql gives a connection to one goroutine at a time, and
+		// SQLite in serialized mode locks and unlocks it for each value
+		// bound and each step, 30 times a row.
+		q.Set("_mutex", "no")
 		c.dsn = dsn[:i] + "?" + q.Encode()
 	}
 	c.d = &mattn.SQLiteDriver{ConnectHook: func(conn *mattn.SQLiteConn) error {
