@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"sync"
 	"unsafe"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // rows is a batch of rows for one INSERT statement, its values packed
@@ -81,6 +83,56 @@ func (r *rows) intOrNull(i int64) {
 		return
 	}
 	r.int(i)
+}
+
+// jsonText stores a JSON value as cpid.JSONText does (NULL for none or
+// null), without making a string of it first.
+func (r *rows) jsonText(b []byte) {
+	if len(b) == 0 || string(b) == "null" {
+		r.null()
+		return
+	}
+	r.vals = append(r.vals, cval{i: int64(len(r.arena)), n: int32(len(b)), kind: valText})
+	r.arena = append(r.arena, b...)
+}
+
+// jsonStrings stores a list of strings as cpid.JSONStrings does (a JSON
+// array, NULL for none), written in place when no string needs escaping.
+func (r *rows) jsonStrings(ss []string) {
+	if len(ss) == 0 {
+		r.null()
+		return
+	}
+	for _, s := range ss {
+		if !plainJSON(s) {
+			r.value(cpid.JSONStrings(ss)) // encoding/json's escapes
+			return
+		}
+	}
+	start := len(r.arena)
+	r.arena = append(r.arena, '[')
+	for i, s := range ss {
+		if i > 0 {
+			r.arena = append(r.arena, ',')
+		}
+		r.arena = append(r.arena, '"')
+		r.arena = append(r.arena, s...)
+		r.arena = append(r.arena, '"')
+	}
+	r.arena = append(r.arena, ']')
+	r.vals = append(r.vals, cval{i: int64(start), n: int32(len(r.arena) - start), kind: valText})
+}
+
+// plainJSON reports whether encoding/json writes s as it is between
+// quotes: printable ASCII but for the characters it escapes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x80, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // value stores what cpid's JSON helpers return: nil or a string.
