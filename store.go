@@ -8,7 +8,9 @@ import (
 // RecordWriter stores batches of records; the storage engines implement it.
 // Writing the same batch twice must store nothing the second time (records
 // are keyed by their Hash), and a batch is stored in one transaction with its
-// checkpoints. It is safe for concurrent use.
+// checkpoints. It is safe for concurrent use. Write does not keep the
+// batch or the bytes its records point to once it returns: the caller
+// reuses them (ingest puts the next lines where bodies were).
 type RecordWriter interface {
 	Write(ctx context.Context, b *Batch) (Written, error)
 }

@@ -154,15 +154,16 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	// The collector fills batches from the decoded chunks, in input
 	// order; this goroutine writes them. Two batches circulate so decoding
 	// and writing overlap.
-	full := make(chan *cpid.Batch, 1)
-	free := make(chan *cpid.Batch, 2)
-	free <- &cpid.Batch{}
-	free <- &cpid.Batch{}
+	full := make(chan *batch, 1)
+	free := make(chan *batch, 2)
+	free <- &batch{}
+	free <- &batch{}
 	decErr := make(chan error, 1)
 	jobs := in.startDecoding(ctx, w, files, &decoded)
 	go func() {
 		defer close(full)
 		b := <-free
+		var buf *chunkBuf // of the chunk being collected
 		flush := func() bool {
 			if b.Len() == 0 {
 				return true
@@ -182,6 +183,7 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 		held := 0 // bytes of the records in b
 		emit := func(a *cpid.Audit, l *cpid.Log) bool {
 			records.Add(1)
+			b.hold(buf)
 			if a != nil {
 				b.Audits = append(b.Audits, *a)
 				held += len(a.RequestObject) + len(a.ResponseObject) + len(a.ResponseStatus) + len(a.RequestURI) + len(a.UserAgent)
@@ -200,11 +202,13 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 			fs := FileStats{Name: job.name, Input: job.input}
 			ok := true
 			for c := range job.chunks {
+				buf = newChunkBuf(c)
 				if ok {
 					<-c.done
 					ok = in.collect(c, &fs, sum, keep, emit)
 				}
 				putChunk(c)
+				buf.release()
 			}
 			fs.Lines = int(job.lines.Load())
 			sum.Files = append(sum.Files, fs)
@@ -224,13 +228,13 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	for b := range full {
 		if werr == nil {
 			var n cpid.Written
-			n, werr = in.Sink.Write(ctx, b)
+			n, werr = in.Sink.Write(ctx, &b.Batch)
 			sum.Written.Add(n)
 			if werr != nil {
 				cancel()
 			}
 		}
-		b.Reset()
+		b.reset()
 		free <- b
 	}
 	derr := <-decErr
