@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest/jsonscan"
@@ -293,8 +294,18 @@ func lookup(fields []field, key []byte) int {
 			return i
 		}
 	}
+	// An ASCII key folds to an ASCII name of its length only (a
+	// non-ASCII one may fold shorter: the Kelvin sign is k). Every member
+	// of an event misses typeMeta's names: this test saves their folds.
+	ascii := true
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
 	for i := range fields {
-		if bytes.EqualFold(key, []byte(fields[i].name)) {
+		if (!ascii || len(key) == len(fields[i].name)) && bytes.EqualFold(key, []byte(fields[i].name)) {
 			return i
 		}
 	}
