@@ -32,6 +32,9 @@ type changesScreen struct {
 
 	sort   string
 	filter string
+	// shown is the filter the rows are for: the screen says which while
+	// the filter typed is still loading.
+	shown string
 	// byCPID is set when the filter is a CPID carried by some change that
 	// is not its root: the rows are those changes.
 	byCPID bool
@@ -57,6 +60,7 @@ type changesLoaded struct {
 	base   int
 	rows   []cpid.ChangeRow
 	byCPID bool
+	filter string // the rows'
 	keepID string
 	keepAt int
 	anoms  map[string]int
@@ -118,7 +122,7 @@ func (c *changesScreen) fetch(at int, keepID string) tea.Cmd {
 		}
 		seq, st, ctx := c.seq, c.a.st, c.a.ctx
 		return func() tea.Msg {
-			msg := changesLoaded{to: c, seq: seq, keepID: keepID, keepAt: at, total: c.total, rows: c.rows}
+			msg := changesLoaded{to: c, seq: seq, keepID: keepID, keepAt: at, total: c.total, rows: c.rows, filter: c.filter}
 			msg.anoms, msg.err = anomalyCounts(ctx, st)
 			return msg
 		}
@@ -127,7 +131,7 @@ func (c *changesScreen) fetch(at int, keepID string) tea.Cmd {
 	base := max(0, at-pageSize/4)
 	st, ctx := c.a.st, c.a.ctx
 	return func() tea.Msg {
-		msg := changesLoaded{to: c, seq: seq, base: base, keepID: keepID, keepAt: at}
+		msg := changesLoaded{to: c, seq: seq, base: base, keepID: keepID, keepAt: at, filter: filter}
 		if msg.anoms, msg.err = anomalyCounts(ctx, st); msg.err != nil {
 			return msg
 		}
@@ -160,7 +164,7 @@ func (c *changesScreen) applyFixed() {
 			c.rows = append(c.rows, r)
 		}
 	}
-	c.total, c.base = len(c.rows), 0
+	c.total, c.base, c.shown = len(c.rows), 0, c.filter
 	c.cursor = clamp(c.cursor, c.total)
 }
 
@@ -175,7 +179,7 @@ func (c *changesScreen) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		c.anomalies = msg.anoms
-		c.total, c.base, c.rows, c.byCPID = msg.total, msg.base, msg.rows, msg.byCPID
+		c.total, c.base, c.rows, c.byCPID, c.shown = msg.total, msg.base, msg.rows, msg.byCPID, msg.filter
 		c.cursor = clamp(msg.keepAt, c.total)
 		for i, r := range c.rows {
 			if r.ID == msg.keepID && msg.keepID != "" {
@@ -367,11 +371,14 @@ func (c *changesScreen) view(w, h int) string {
 	info := plural(c.total, "change")
 	switch {
 	case c.byCPID && c.total == 1:
-		info = fmt.Sprintf("1 change carries CPID %s", c.filter)
+		info = fmt.Sprintf("1 change carries CPID %s", c.shown)
 	case c.byCPID:
-		info = fmt.Sprintf("%d changes carry CPID %s", c.total, c.filter)
-	case c.filter != "":
-		info += fmt.Sprintf(" matching %q (names, writers, verbs, codes)", c.filter)
+		info = fmt.Sprintf("%d changes carry CPID %s", c.total, c.shown)
+	case c.shown != "":
+		info += fmt.Sprintf(" matching %q (names, writers, verbs, codes)", c.shown)
+	}
+	if c.shown != c.filter {
+		info += " · filtering…"
 	}
 	if n := len(c.anomalies); n > 0 {
 		info += fmt.Sprintf(" · ! %s with anomalies", plural(n, "change"))
@@ -426,7 +433,7 @@ func (c *changesScreen) view(w, h int) string {
 		lines = append(lines, line)
 	}
 	if c.loaded && c.total == 0 && c.err == nil {
-		if c.filter != "" {
+		if c.shown != "" {
 			lines = append(lines, "  no change matches; esc clears the filter")
 		} else {
 			lines = append(lines, "  no changes: run cpid-tui ingest, then cpid-tui reconstruct")
