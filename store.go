@@ -3,6 +3,7 @@ package cpid
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // RecordWriter stores batches of records; the storage engines implement it.
@@ -246,6 +247,10 @@ type OpenOptions struct {
 	// database without the cpid schema, or an older one, is an error
 	// saying which version is needed), and writes through it fail.
 	ReadOnly bool
+	// Notice, when set, is told what opening does that takes long: each
+	// migration of a database that has one already (a rebuild of its
+	// tables may take a while on a large one), before it runs.
+	Notice func(string)
 }
 
 // OpenOption sets one of OpenOptions.
@@ -253,6 +258,15 @@ type OpenOption func(*OpenOptions)
 
 // ReadOnly is OpenOptions.ReadOnly.
 func ReadOnly() OpenOption { return func(o *OpenOptions) { o.ReadOnly = true } }
+
+// WithNotice is OpenOptions.Notice.
+func WithNotice(f func(string)) OpenOption { return func(o *OpenOptions) { o.Notice = f } }
+
+// MigrationNotice is what an engine tells OpenOptions.Notice before it
+// applies migration m to a database that has an older schema.
+func MigrationNotice(m Migration) string {
+	return fmt.Sprintf("migrating to schema v%d (%s): once, and a while on a large database", m.Version, m.Name)
+}
 
 // Options applies opts.
 func Options(opts ...OpenOption) OpenOptions {

@@ -40,6 +40,7 @@ type conns struct {
 	dsn  string
 
 	bodies blocks.Writer // packs bodies into blocks
+	notice func(string)  // OpenOptions.Notice (nil: none)
 }
 
 // migrationLock is the key of the advisory lock that migrations hold, so
@@ -69,7 +70,7 @@ func Open(ctx context.Context, dsn string, opts ...cpid.OpenOption) (*Store, err
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", redacted(cfg), err)
 	}
-	s := &Store{conns: &conns{pool: pool, dsn: dsn}}
+	s := &Store{conns: &conns{pool: pool, dsn: dsn, notice: o.Notice}}
 	if o.ReadOnly {
 		err = s.checkSchema(ctx)
 	} else {
@@ -158,6 +159,7 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		return err
 	}
 	latest := ms[len(ms)-1].Version
+	upgrade := -1 // whether the database had a schema when opened: -1 not known yet
 	for _, m := range ms {
 		if m.Version > upTo {
 			break
@@ -179,9 +181,15 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 			if newest > latest {
 				return newer{cpid.NewerSchemaError(newest, latest)}
 			}
+			if upgrade < 0 {
+				upgrade = min(newest, 1)
+			}
 			var done bool
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil || done {
 				return err
+			}
+			if upgrade > 0 && s.notice != nil {
+				s.notice(cpid.MigrationNotice(m))
 			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/postgres/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -39,6 +40,40 @@ func TestOpenMigrates(t *testing.T) {
 			t.Errorf("open %d: %d migrations recorded, version %d", i+1, n, v)
 		}
 		s.Close()
+	}
+}
+
+// TestMigrationNotice: opening a database of an older schema says each
+// migration before it runs it; a new database is created silently.
+func TestMigrationNotice(t *testing.T) {
+	ctx := context.Background()
+	var said []string
+	notice := cpid.WithNotice(func(s string) { said = append(said, s) })
+	s, err := Open(ctx, pgtest.NewDatabase(t), notice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if len(said) != 0 {
+		t.Errorf("a new database said %q", said)
+	}
+	dsn := pgtest.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &Store{conns: &conns{pool: pool, dsn: dsn}}
+	if err := old.migrateTo(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	if s, err = Open(ctx, dsn, notice); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ms, _ := cpid.ReadMigrations(migrationFS, "migrations")
+	if len(said) != len(ms)-1 || !strings.Contains(said[0], "schema v2 ("+ms[1].Name+")") {
+		t.Errorf("upgrading a v1 database said %q", said)
 	}
 }
 
