@@ -457,3 +457,38 @@ func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
 		t.Errorf("%d blocks hold two clusters' bodies; audit_bodies_v7 left: %d", mixed, legacy)
 	}
 }
+
+// TestMigrationNotice: opening a database of an older schema says each
+// migration before it runs it (a rebuild may take a while); a new
+// database is created silently; the writer's sorts go back to memory.
+func TestMigrationNotice(t *testing.T) {
+	ctx := context.Background()
+	var said []string
+	notice := cpid.WithNotice(func(s string) { said = append(said, s) })
+	old, path := openAt(t, 9)
+	old.Close()
+	s, err := Open(ctx, path, notice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ms, _ := migrations()
+	if len(said) != len(ms)-9 || !strings.Contains(said[0], "schema v10 (0010_hash_index.sql)") {
+		t.Errorf("upgrading a v9 database said %q", said)
+	}
+	var temp, cache int
+	s.w.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&temp)
+	s.w.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache)
+	if temp != 2 || cache != -writerCacheKiB {
+		t.Errorf("the writer after migrating: temp_store %d, cache_size %d; want 2 (memory), %d", temp, cache, -writerCacheKiB)
+	}
+	said = nil
+	s2, err := Open(ctx, filepath.Join(t.TempDir(), "new.db"), notice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	if len(said) != 0 {
+		t.Errorf("a new database said %q", said)
+	}
+}
