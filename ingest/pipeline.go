@@ -160,7 +160,8 @@ func (c *chunk) decode(red *Redaction) {
 			line = c.buf[l.off : l.off+l.n]
 		}
 		// The line is the decoder's to keep: a long one held on its own,
-		// or the chunk's buffer, which is never reused (getChunk).
+		// or the chunk's buffer, reused only once the records decoded
+		// from it are written (chunkBuf).
 		audits, logs, f, err := decodeAt(line, lineInfo{ref: l.ref, component: c.component}, red, true)
 		c.format |= f | l.wrap
 		if err != nil {
