@@ -36,6 +36,8 @@ vet:
 test: vet
 	$(GO) test -count=1 ./...
 	$(GO) test -race -count=1 -run 'Concurrent' ./sqlite/
+	# The chunk buffers that ingest reuses once their batches are written.
+	$(GO) test -race -count=1 -run 'ChunkBuffers' ./ingest/
 	# The bulk load of a binary built without cgo (the pure-Go SQLite).
 	CGO_ENABLED=0 $(GO) test -count=1 -run 'Bulk' ./sqlite/
 
