@@ -314,8 +314,12 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 			return cpid.NewerSchemaError(v, latest)
 		}
 	}
+	pending := false
+	for _, m := range ms {
+		pending = pending || !applied[m.Version] && m.Version <= upTo
+	}
 	upgrade := len(applied) > 0 // not a new database
-	if upgrade {
+	if upgrade && pending {
 		// The sorts of index builds spill to temporary files, not to
 		// memory as the writer's do, past a page cache of 16 MiB (each
 		// sort takes as much as the cache): migrating a million events to
