@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cpid-dev/cpid/ingest"
-	"github.com/cpid-dev/cpid/postgres/pgtest"
 )
 
 // bodiesOf reads every body through the view, by event id.
@@ -48,15 +47,7 @@ func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
 		t.Fatalf("%d bodies in the fixture", len(want))
 	}
 
-	dsn := pgtest.NewDatabase(t)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := &Store{conns: &conns{pool: pool, dsn: dsn}}
-	if err := old.migrateTo(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	dsn, pool := databaseAt(t, 2)
 	copyTable(t, src, pool, "files", `SELECT * FROM files`)
 	copyTable(t, src, pool, "audit_events", `SELECT * FROM audit_events`, "traceparent")
 	copyTable(t, src, pool, "audit_bodies", `SELECT event_id, request_object, response_object, response_status FROM audit_bodies`)
@@ -154,15 +145,7 @@ func TestTraceparentMigrationBackfills(t *testing.T) {
 		t.Fatalf("%d events with a traceparent in the traced fixture", len(want))
 	}
 
-	dsn := pgtest.NewDatabase(t)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := &Store{conns: &conns{pool: pool, dsn: dsn}}
-	if err := old.migrateTo(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	dsn, pool := databaseAt(t, 3)
 	copyTable(t, src, pool, "files", `SELECT * FROM files`)
 	copyTable(t, src, pool, "audit_events", `SELECT * FROM audit_events`, "traceparent")
 	copyTable(t, src, pool, "body_blocks", `SELECT * FROM body_blocks`)

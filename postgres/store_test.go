@@ -57,15 +57,7 @@ func TestMigrationNotice(t *testing.T) {
 	if len(said) != 0 {
 		t.Errorf("a new database said %q", said)
 	}
-	dsn := pgtest.NewDatabase(t)
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := &Store{conns: &conns{pool: pool, dsn: dsn}}
-	if err := old.migrateTo(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	dsn, pool := databaseAt(t, 1)
 	pool.Close()
 	if s, err = Open(ctx, dsn, notice); err != nil {
 		t.Fatal(err)
@@ -75,6 +67,23 @@ func TestMigrationNotice(t *testing.T) {
 	if len(said) != len(ms)-1 || !strings.Contains(said[0], "schema v2 ("+ms[1].Name+")") {
 		t.Errorf("upgrading a v1 database said %q", said)
 	}
+}
+
+// databaseAt is a new database migrated to version v, and a pool on it
+// for the caller to fill and close.
+func databaseAt(t *testing.T, v int) (string, *pgxpool.Pool) {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &Store{conns: &conns{pool: pool, dsn: dsn}}
+	if err := old.migrateTo(context.Background(), v); err != nil {
+		pool.Close()
+		t.Fatal(err)
+	}
+	return dsn, pool
 }
 
 // TestConcurrentFirstOpens opens a new database from several processes'
