@@ -117,10 +117,7 @@ func openBulkDB(path string) (*sql.DB, *batchExec, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	return w, nil, nil
+	return oneConn(w), nil, nil
 }
 
 // bulkDSN is the URI of the bulk writer: the rollback journal in memory

@@ -105,12 +105,7 @@ func openC(dsn string) (*sql.DB, *batchExec, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db := sql.OpenDB(c)
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-	return db, &batchExec{c: c, stmts: map[string]*C.sqlite3_stmt{}}, nil
+	return oneConn(sql.OpenDB(c)), &batchExec{c: c, stmts: map[string]*C.sqlite3_stmt{}}, nil
 }
 
 var memstatus sync.Once

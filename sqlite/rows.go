@@ -62,8 +62,11 @@ func (r *rows) text(s string) {
 	r.arena = append(r.arena, s...)
 }
 
-func (r *rows) blob(b []byte) {
-	r.vals = append(r.vals, cval{i: int64(len(r.arena)), n: int32(len(b)), kind: valBlob})
+func (r *rows) blob(b []byte) { r.bytes(b, valBlob) }
+
+// bytes stores b as a value of kind (a text or a blob).
+func (r *rows) bytes(b []byte, kind int32) {
+	r.vals = append(r.vals, cval{i: int64(len(r.arena)), n: int32(len(b)), kind: kind})
 	r.arena = append(r.arena, b...)
 }
 
@@ -92,8 +95,7 @@ func (r *rows) jsonText(b []byte) {
 		r.null()
 		return
 	}
-	r.vals = append(r.vals, cval{i: int64(len(r.arena)), n: int32(len(b)), kind: valText})
-	r.arena = append(r.arena, b...)
+	r.bytes(b, valText)
 }
 
 // jsonStrings stores a list of strings as cpid.JSONStrings does (a JSON
@@ -105,7 +107,7 @@ func (r *rows) jsonStrings(ss []string) {
 	}
 	for _, s := range ss {
 		if !plainJSON(s) {
-			r.value(cpid.JSONStrings(ss)) // encoding/json's escapes
+			r.text(cpid.JSONStrings(ss).(string)) // encoding/json's escapes
 			return
 		}
 	}
@@ -133,18 +135,6 @@ func plainJSON(s string) bool {
 		}
 	}
 	return true
-}
-
-// value stores what cpid's JSON helpers return: nil or a string.
-func (r *rows) value(v any) {
-	switch v := v.(type) {
-	case nil:
-		r.null()
-	case string:
-		r.text(v)
-	default:
-		panic("sqlite: rows.value of a type it does not store")
-	}
 }
 
 // args returns row i's values for database/sql, in dst. Texts point into

@@ -100,9 +100,7 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
+	oneConn(w)
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
 		w.Close()
@@ -228,6 +226,16 @@ func (s *Store) checkSchema(ctx context.Context) error {
 		}
 	}
 	return cpid.CheckSchema(ms, applied)
+}
+
+// oneConn makes db one connection, kept open for good: the writer's
+// pragmas and its prepared statements live as long as the store.
+func oneConn(db *sql.DB) *sql.DB {
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db
 }
 
 // writerCacheKiB is the writer's page cache (dsn).

@@ -215,10 +215,3 @@ func nullString(s string) any {
 	}
 	return s
 }
-
-func nullInt(n int) any {
-	if n == 0 {
-		return nil
-	}
-	return n
-}

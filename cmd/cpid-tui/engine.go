@@ -66,14 +66,12 @@ func openDatabase(ctx context.Context, db string) (*database, error) {
 // is not where --db points; a link to nothing is refused, since opening it
 // for writing would create a file wherever the link points.
 func openStore(ctx context.Context, w io.Writer, db string, a access) (*database, error) {
-	// A PostgreSQL DSN may hold a password: the notice does not repeat it.
-	name := db
-	if isPostgres(db) {
-		name = "in PostgreSQL"
+	notice := func(name string) cpid.OpenOption {
+		return cpid.WithNotice(func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", name, s) })
 	}
-	notice := cpid.WithNotice(func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", name, s) })
 	if isPostgres(db) {
-		opts := []cpid.OpenOption{notice}
+		// The DSN may hold a password: the notice does not repeat it.
+		opts := []cpid.OpenOption{notice("in PostgreSQL")}
 		if a == readOnly {
 			opts = append(opts, cpid.ReadOnly())
 		}
@@ -90,7 +88,7 @@ func openStore(ctx context.Context, w io.Writer, db string, a access) (*database
 		}
 		fmt.Fprintf(w, "cpid-tui: --db %s is a symbolic link: opening %s\n", db, target)
 	}
-	opts := []cpid.OpenOption{notice}
+	opts := []cpid.OpenOption{notice(db)}
 	if a == readOnly {
 		opts = append(opts, cpid.ReadOnly())
 	}
