@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cpid-dev/cpid"
 	"sigs.k8s.io/yaml"
 )
 
@@ -35,9 +38,18 @@ has: the sqlite3 shell reads every other table, but not audit_bodies. Here
 it works, with SQLite's JSON functions (json_extract, ->>, json_each...).
 In PostgreSQL audit_bodies is a plain view and psql reads it too.
 
-The statement runs on a connection that cannot write: INSERT, UPDATE,
-DELETE and DDL fail. Give the statement as arguments (joined by spaces) or
-as - to read it from standard input.
+One statement, that reads: it starts with SELECT, WITH, VALUES, TABLE,
+EXPLAIN, SHOW (PostgreSQL) or PRAGMA (SQLite, the pragmas that report). A
+second statement after a semicolon, transaction control (BEGIN, COMMIT,
+SET), COPY, ATTACH, VACUUM and PostgreSQL's server-side functions
+(pg_read_file, lo_export, set_config, dblink...) are refused before
+anything runs (exit 2). The statement then runs on a connection that
+cannot write: in SQLite a query-only connection whose authorizer compiles
+reads only; in PostgreSQL a connection of its own with
+default_transaction_read_only, in a READ ONLY transaction that is rolled
+back. For a PostgreSQL database shared by many, give sql a role that may
+only SELECT (docs/SECURITY.md). Give the statement as arguments (joined by
+spaces) or as - to read it from standard input.
 
 Values: NULL is printed NULL in a table and CSV and null in JSON; a BLOB as
 x'hex' in a table (the first 32 bytes; -o wide: all) and CSV, base64 in
@@ -68,6 +80,9 @@ func setupSQL(c *cobra.Command, e *env) runFunc {
 		if strings.TrimSpace(query) == "" {
 			return usagef("the statement is empty")
 		}
+		if _, err := cpid.ReadStatement(query); err != nil {
+			return usagef("%v", err)
+		}
 		db0, err := openStore(ctx, e.notices(), e.db, readOnly)
 		if err != nil {
 			return err
@@ -82,6 +97,9 @@ func setupSQL(c *cobra.Command, e *env) runFunc {
 			p = newRowPrinter(&js, "json", false)
 		}
 		if err := db0.view("").QuerySQL(ctx, query, p.row); err != nil {
+			if errors.Is(err, cpid.ErrStatement) {
+				return usagef("%v", err)
+			}
 			return err
 		}
 		if err := p.end(); err != nil || format != "yaml" {
