@@ -1,9 +1,12 @@
 package export
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // The Jaeger UI's JSON format: what its query service answers on
@@ -122,9 +125,15 @@ func jaegerTag(k string, v any) JaegerTag {
 	return JaegerTag{k, "string", string(b)}
 }
 
-// WriteJaeger writes traces as a Jaeger JSON file.
+// WriteJaeger writes traces as a Jaeger JSON file, control characters in
+// strings escaped (cpid.EscapeJSON).
 func WriteJaeger(w io.Writer, traces []Trace) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(Jaeger(traces))
+	if err := enc.Encode(Jaeger(traces)); err != nil {
+		return err
+	}
+	_, err := w.Write(cpid.EscapeJSON(b.Bytes()))
+	return err
 }

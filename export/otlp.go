@@ -13,6 +13,8 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Scope is the instrumentation scope of the exported spans.
@@ -118,7 +120,8 @@ func WriteOTLP(w io.Writer, traces []Trace) error {
 // as proto3's JSON mapping says; OTLP/JSON wants trace and span ids in hex,
 // so they are rewritten (every other bytes field of OTLP is an attribute's
 // bytesValue, which stays base64). Keys come out sorted, so the same traces
-// give the same bytes.
+// give the same bytes. Control characters in strings are escaped
+// (cpid.EscapeJSON): protojson writes DEL and C1 raw.
 func OTLPJSON(d *tracepb.TracesData) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(d)
 	if err != nil {
@@ -139,7 +142,7 @@ func OTLPJSON(d *tracepb.TracesData) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return cpid.EscapeJSON(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
 }
 
 // hexIDs rewrites the traceId, spanId and parentSpanId members of spans

@@ -1,10 +1,13 @@
 package export
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"slices"
 	"strconv"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // The Chrome JSON trace format, which ui.perfetto.dev and chrome://tracing
@@ -171,9 +174,15 @@ func attr(s Span, k string) string {
 	return ""
 }
 
-// WritePerfetto writes traces as a Chrome JSON trace.
+// WritePerfetto writes traces as a Chrome JSON trace, control characters in
+// strings escaped (cpid.EscapeJSON).
 func WritePerfetto(w io.Writer, traces []Trace) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(Perfetto(traces))
+	if err := enc.Encode(Perfetto(traces)); err != nil {
+		return err
+	}
+	_, err := w.Write(cpid.EscapeJSON(b.Bytes()))
+	return err
 }

@@ -38,8 +38,10 @@ const tableWidth = 120
 // The cells come from the logs, so they may hold terminal escape
 // sequences: a table shows them tui.Printable (sequences and control
 // characters removed); CSV writes control characters other than tab and
-// newline escaped (csvText); JSON and YAML escape them as encoding/json
-// does (\u001b) and are the exact data (docs/SECURITY.md).
+// newline escaped (csvText); JSON writes every control character (C0, DEL,
+// C1) as a \u escape (\u001b, \u009b: cpid.EscapeJSON) and YAML
+// double-quotes a string holding one, escaped (\e, \x9B): both are the
+// exact data (docs/SECURITY.md).
 type listing struct {
 	// head and rows are the table, each cell in full (-o wide).
 	head []string
@@ -239,7 +241,9 @@ var timeKeys = map[string]string{
 func rfc3339(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
 
 // jsonOut is v as indented JSON with a *_time member after each time
-// member (timeKeys), the order of the members kept.
+// member (timeKeys), the order of the members kept, control characters
+// escaped (cpid.EscapeJSON). yaml is made from it: its parser refuses DEL
+// and C1 raw, and its writer escapes what it reads escaped.
 func jsonOut(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -256,7 +260,7 @@ func jsonOut(v any) ([]byte, error) {
 		return nil, err
 	}
 	ind.WriteByte('\n')
-	return ind.Bytes(), nil
+	return cpid.EscapeJSON(ind.Bytes()), nil
 }
 
 // withTimes copies one JSON value from dec to out, adding the time

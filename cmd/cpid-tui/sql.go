@@ -188,9 +188,9 @@ func (p *rowPrinter) row(cols []string, vals []any) error {
 			if err != nil {
 				return err
 			}
-			p.w.Write(k)
+			p.w.Write(cpid.EscapeJSON(k))
 			io.WriteString(p.w, ": ")
-			p.w.Write(b)
+			p.w.Write(cpid.EscapeJSON(b))
 		}
 		io.WriteString(p.w, "}")
 	}
