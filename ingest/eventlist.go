@@ -26,19 +26,115 @@ const (
 // Each item is decoded as DecodeAudit decodes an item of the whole list,
 // with the redaction red (nil: DefaultRedaction), and handed to item with
 // its index in the list; an item that is bad on its own (invalid JSON
-// inside it, nested too deep, a field of the wrong type, not an object) is
-// handed over with its error instead, and the items after it are still
-// read.
+// inside it, nested too deep, a field of the wrong type, not an object, an
+// object with nothing of an event: no kind, apiVersion, auditID or
+// timestamp, such as {}) is handed over with its error instead, and the
+// items after it are still read.
 //
 // ReadEventList returns an error when the body is not an EventList at all:
 // not one JSON object, a kind other than EventList, an apiVersion other
 // than audit.k8s.io/v1, a top-level field given twice or of the wrong type,
 // a truncated body, or an error of r (wrapped). The kind may come after the
 // items, so the items handed over before such an error are to be
-// discarded.
+// discarded (StreamEventList says which items came after the kind).
 func ReadEventList(r io.Reader, red *Redaction, item func(i int, ev cpid.AuditEvent, err error)) error {
+	return StreamEventList(r, red, func(it *ListItem) error {
+		item(it.Index, it.Event, it.Err)
+		return nil
+	})
+}
+
+// ListItem is one item of an EventList, as StreamEventList hands it over.
+type ListItem struct {
+	Index int
+	Event cpid.AuditEvent
+	Err   error // the item is bad on its own; Event is empty
+	// Size is the item's bytes in the body.
+	Size int
+	// Listed is set when the list's kind (EventList) and apiVersion
+	// (audit.k8s.io/v1) came before the item, as kube-apiserver writes
+	// them: the item is one of an EventList unless the body turns out
+	// broken further on (a field twice, a truncated body). Without it, the
+	// kind may yet come after the items and say the body is no EventList.
+	Listed bool
+}
+
+// StreamEventList is ReadEventList handing over each item with its size
+// and whether the list's kind came before it, so that a caller may store
+// items before the body ends (the webhook receiver does, in bounded
+// batches). An error returned by item stops the read and is returned. The
+// ListItem is reused for the next item: item keeps nothing of it but its
+// Event.
+func StreamEventList(r io.Reader, red *Redaction, item func(*ListItem) error) error {
+	red = orDefault(red)
+	var it ListItem
+	var one []byte // the item, wrapped in a list of one
 	s := &listStream{r: r, chunk: make([]byte, 64<<10)}
-	return s.list(orDefault(red), item)
+	s.onItem = func(k int, body []byte, listed bool) error {
+		it = ListItem{Index: k, Size: len(body), Listed: listed}
+		switch {
+		case len(body) == 0:
+			it.Err = errors.New("invalid JSON: empty item")
+		case isEmptyObject(body):
+			// What decoding it would say, without decoding it: a body
+			// of a million {} is read at the speed of its bytes.
+			it.Err = errEventless
+		default:
+			one = append(append(append(one[:0], listPrefix...), body...), listSuffix...)
+			// The events do not alias one: decodeAudit copies what it keeps.
+			var evs []cpid.AuditEvent
+			if evs, it.Err = decodeAudit(one, red); it.Err == nil {
+				it.Event = evs[0]
+			} else {
+				it.Err = itemError(it.Err)
+			}
+		}
+		return item(&it)
+	}
+	return s.list(red)
+}
+
+// isEmptyObject reports whether b is {} (white space allowed inside).
+func isEmptyObject(b []byte) bool {
+	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && len(trimSpace(b[1:len(b)-1])) == 0
+}
+
+// itemError is the error of decoding a list of one item, without the
+// "item 0: " that names its place in that list.
+func itemError(err error) error {
+	if u := errors.Unwrap(err); u != nil && strings.HasPrefix(err.Error(), "item 0: ") {
+		return u
+	}
+	return err
+}
+
+// errNotList ends the scan of a record that is not an EventList.
+var errNotList = errors.New("not an EventList")
+
+// eventListItems calls fn with each item of rec, raw, when rec is one
+// EventList whose envelope (everything but the items) decodes as
+// DecodeAudit decodes it; it reports whether rec was one. The items are
+// not decoded: fn is to decode each as an EventList of one, which gives
+// what DecodeAudit gives for it within the whole list. So a huge list
+// read from a file is decoded item by item, in bounded memory, and an item
+// that is bad on its own is a bad item, not a bad list. A record that is
+// not an EventList costs little: the scan ends at its kind (an audit
+// Event's first member).
+func eventListItems(rec []byte, fn func(k int, item []byte) error) (bool, error) {
+	rec = trimSpace(rec)
+	if len(rec) == 0 || rec[0] != '{' {
+		return false, nil
+	}
+	scan := func(onItem func(int, []byte, bool) error) error {
+		s := &listStream{chunk: rec, n: len(rec), err: io.EOF, quick: true, onItem: onItem}
+		return s.list(DefaultRedaction)
+	}
+	// First the envelope, the items skipped: what DecodeAudit would
+	// refuse is left to it, whole.
+	if scan(nil) != nil {
+		return false, nil
+	}
+	return true, scan(func(k int, item []byte, _ bool) error { return fn(k, item) })
 }
 
 // listStream scans a JSON stream in chunks.
@@ -47,6 +143,11 @@ type listStream struct {
 	chunk []byte
 	i, n  int   // the unread bytes are chunk[i:n]
 	err   error // what r returned last, once not nil
+	// onItem is given each item's bytes (nil: the items are skipped) and
+	// whether the list's kind and apiVersion came before it.
+	onItem func(k int, item []byte, listed bool) error
+	// quick ends the scan with errNotList at a kind other than EventList.
+	quick bool
 }
 
 // fill reads the next chunk; false means there is none (see end).
@@ -128,7 +229,7 @@ func (s *listStream) value(dst []byte, closer byte) ([]byte, byte, error) {
 // list reads the EventList: its items are handed to item one by one, its
 // other members are kept in head and decoded at the end, with each items
 // array replaced by [].
-func (s *listStream) list(red *Redaction, item func(int, cpid.AuditEvent, error)) error {
+func (s *listStream) list(red *Redaction) error {
 	c, err := s.next()
 	if err != nil {
 		return err
@@ -140,6 +241,7 @@ func (s *listStream) list(red *Redaction, item func(int, cpid.AuditEvent, error)
 	head := []byte{'{'}
 	var buf []byte // the item being decoded, wrapped in a list of one
 	k := 0         // index of the next item
+	var kindOK, versionOK, typeTwice bool
 	c, err = s.next()
 	if err != nil {
 		return err
@@ -167,13 +269,26 @@ func (s *listStream) list(red *Redaction, item func(int, cpid.AuditEvent, error)
 			return err
 		}
 		if !isItems(key) || c != '[' {
+			v0 := len(head)
 			if head, c, err = s.value(head, '}'); err != nil {
 				return err
+			}
+			switch typeKey(key) {
+			case "kind":
+				typeTwice = typeTwice || kindOK
+				kindOK = jsonStringIs(head[v0:], "EventList")
+				if !kindOK && s.quick {
+					return errNotList
+				}
+			case "apiversion":
+				typeTwice = typeTwice || versionOK
+				versionOK = jsonStringIs(head[v0:], auditAPIVersion)
 			}
 		} else {
 			s.i++
 			head = append(head, "[]"...)
-			if buf, k, err = s.items(buf, k, red, item); err != nil {
+			listed := kindOK && versionOK && !typeTwice
+			if buf, k, err = s.items(buf, k, listed); err != nil {
 				return err
 			}
 			if c, err = s.next(); err != nil {
@@ -219,10 +334,34 @@ func isItems(quoted []byte) bool {
 	return bytes.EqualFold(key, []byte("items"))
 }
 
+// typeKey is the quoted key, unquoted and in lower case, when it may name
+// kind or apiVersion as encoding/json matches them; "" otherwise.
+func typeKey(quoted []byte) string {
+	if len(quoted) > len(`"apiVersion"`)+8 {
+		return "" // too long even with escapes
+	}
+	var k string
+	if json.Unmarshal(quoted, &k) != nil {
+		return ""
+	}
+	return strings.ToLower(k)
+}
+
+// jsonStringIs reports whether the JSON value v is the string want.
+func jsonStringIs(v []byte, want string) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == len(want)+2 && string(v[1:len(v)-1]) == want && v[0] == '"' {
+		return true
+	}
+	var got string
+	return bytes.IndexByte(v, '\\') >= 0 && json.Unmarshal(v, &got) == nil && got == want
+}
+
 // items reads the elements of an items array, its '[' consumed, up to its
-// ']', handing each to item from index k on. It returns buf for reuse and
-// the index after the last element.
-func (s *listStream) items(buf []byte, k int, red *Redaction, item func(int, cpid.AuditEvent, error)) ([]byte, int, error) {
+// ']', handing each to onItem from index k on (listed: the list's kind
+// came first). It returns buf for reuse and the index after the last
+// element.
+func (s *listStream) items(buf []byte, k int, listed bool) ([]byte, int, error) {
 	c, err := s.next()
 	if err != nil {
 		return buf, k, err
@@ -232,24 +371,14 @@ func (s *listStream) items(buf []byte, k int, red *Redaction, item func(int, cpi
 		return buf, k, nil
 	}
 	for ; ; k++ {
-		buf = append(buf[:0], listPrefix...)
-		if buf, c, err = s.value(buf, ']'); err != nil {
+		if buf, c, err = s.value(buf[:0], ']'); err != nil {
 			return buf, k, err
 		}
-		buf = append(bytes.TrimRight(buf, " \t\r\n"), listSuffix...)
-		var ev cpid.AuditEvent
-		if len(buf) == len(listPrefix)+len(listSuffix) {
-			err = errors.New("invalid JSON: empty item")
-		} else {
-			// The events do not alias buf: decodeAudit copies what it keeps.
-			var evs []cpid.AuditEvent
-			if evs, err = decodeAudit(buf, red); err == nil {
-				ev = evs[0]
-			} else if u := errors.Unwrap(err); u != nil && strings.HasPrefix(err.Error(), "item 0: ") {
-				err = u
+		if s.onItem != nil {
+			if err := s.onItem(k, trimSpace(buf), listed); err != nil {
+				return buf, k, err
 			}
 		}
-		item(k, ev, err)
 		if c == ']' {
 			return buf, k + 1, nil
 		}

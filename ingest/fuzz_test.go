@@ -152,7 +152,12 @@ func oracle(line []byte) ([]cpid.AuditEvent, error) {
 			}
 			var c bytes.Buffer
 			json.Compact(&c, raw.Items[i])
-			evs = append(evs, expect(oe, c.Bytes(), oe.Kind == "" && oe.APIVersion == ""))
+			bare := oe.Kind == "" && oe.APIVersion == ""
+			e := expect(oe, c.Bytes(), bare)
+			if bare && e.AuditID == "" && e.StageNS == 0 && e.ReceivedNS == 0 {
+				return nil, errors.New("eventless item")
+			}
+			evs = append(evs, e)
 		}
 		return evs, nil
 	}
@@ -414,7 +419,10 @@ func splices(line []byte) [][]byte {
 	if len(line) > 0 && line[0] == '{' {
 		out = append(out,
 			cat([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1",`), line[1:]),
-			cat([]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`), line, []byte(`]}`)))
+			cat([]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[`), line, []byte(`]}`)),
+			// An item with an auditID, which a bare item needs unless it
+			// has a timestamp.
+			cat([]byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"auditID":"i",`), line[1:], []byte(`]}`)))
 	}
 	for _, ref := range []string{
 		`"resource":"pods"`, `"resource":"secrets"`, `"resource":"serviceaccounts","subresource":"token"`,

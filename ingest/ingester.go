@@ -305,9 +305,10 @@ func (in *Ingester) startDecoding(ctx context.Context, w Walker, files []inputFi
 func (in *Ingester) collect(c *chunk, fs *FileStats, sum *Summary, keep int, emit func(*cpid.Audit, *cpid.Log) bool) bool {
 	fs.Format |= c.format
 	for _, b := range c.bad {
-		fs.Bad++
-		sum.Bad++
-		le := &LineError{Pos: cpid.Pos{File: c.stream, Line: b.line}, Reason: b.reason}
+		n := max(b.count, 1)
+		fs.Bad += n
+		sum.Bad += n
+		le := &LineError{Pos: cpid.Pos{File: c.stream, Line: b.line}, Reason: b.reason, Count: b.count}
 		if len(sum.BadLines) < keep {
 			sum.BadLines = append(sum.BadLines, le)
 		}

@@ -14,6 +14,9 @@ import (
 type LineError struct {
 	cpid.Pos
 	Reason string
+	// Count is the bad records the error stands for when more than one:
+	// a run of {} items of an EventList is reported once.
+	Count int
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s: %s", e.Pos, e.Reason) }

@@ -22,8 +22,9 @@ import (
 // Receiver is the HTTP handler for kube-apiserver's audit webhook backend
 // (--audit-webhook-config-file, batch mode). Each POST carries an
 // audit.k8s.io/v1 EventList; its body is decoded as it is read
-// (ReadEventList), within the memory budget, and its good events are stored
-// in one transaction before the answer: a 2xx means stored. When the
+// (StreamEventList), within the memory budget, and its good events are
+// stored before the answer, in transactions of at most flushEvents events:
+// a 2xx means stored. When the
 // receiver dies first, the apiserver's retry sends the batch again, and the
 // events already stored are skipped as duplicates. A bad event is counted,
 // reported with its index and skipped; only a body that is not an EventList
@@ -144,21 +145,40 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	m := rc.metrics()
 	src := cmp.Or(rc.Source, "webhook")
-	batch := &cpid.Batch{}
-	var bad []string
-	items := 0
-	err := ReadEventList(body, rc.Redaction, func(i int, ev cpid.AuditEvent, err error) {
+	h := held{rc: rc, ctx: context.WithoutCancel(r.Context()), src: src, max: body.max}
+	defer h.release()
+	var bad []string // the first badShown
+	nbad, items := 0, 0
+	err := StreamEventList(body, rc.Redaction, func(it *ListItem) error {
 		items++
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("event %d of the batch: %v", i, err))
-			return
+		if it.Err != nil {
+			nbad++
+			if len(bad) < badShown {
+				bad = append(bad, fmt.Sprintf("event %d of the batch: %v", it.Index, it.Err))
+			}
+			return nil
 		}
-		batch.Audits = append(batch.Audits, cpid.Audit{AuditEvent: ev, Pos: cpid.Pos{File: src, Line: i + 1}})
+		return h.add(it)
 	})
+	if err == nil && h.err == nil {
+		err = h.flush()
+	}
 	var tooBig *http.MaxBytesError
 	var netErr net.Error
 	timeout := errors.As(body.err, &netErr) && netErr.Timeout()
 	switch {
+	case h.err != nil && errors.Is(err, h.err):
+		switch {
+		case errors.Is(h.err, errBusy):
+			rc.tooBusy(w, r, body.r)
+		case errors.Is(h.err, errUnlisted):
+			rc.reject(w, r, http.StatusRequestEntityTooLarge, h.err.Error())
+		default:
+			m.Failed.Add(1)
+			rc.notice(Notice{Name: src, Reason: "store: " + h.err.Error()})
+			http.Error(w, "store failed; retry", http.StatusInternalServerError)
+		}
+		return
 	case err == nil:
 	case errors.Is(body.err, errBusy):
 		rc.tooBusy(w, r, body.r)
@@ -182,32 +202,101 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.Lines.Add(int64(items))
-	if len(bad) > 0 {
-		m.Bad.Add(int64(len(bad)))
-		for _, b := range bad[:min(len(bad), badShown)] {
+	if nbad > 0 {
+		m.Bad.Add(int64(nbad))
+		for _, b := range bad {
 			rc.notice(Notice{Name: r.RemoteAddr, Reason: "skipped " + b})
 		}
-		if len(bad) > badShown {
-			rc.notice(Notice{Name: r.RemoteAddr, Reason: fmt.Sprintf("skipped %d more bad events of the batch", len(bad)-badShown)})
+		if nbad > len(bad) {
+			rc.notice(Notice{Name: r.RemoteAddr, Reason: fmt.Sprintf("skipped %d more bad events of the batch", nbad-len(bad))})
 		}
-	}
-	if len(batch.Audits) > 0 {
-		// Not r.Context(): the server cancels it when the connection's read
-		// deadline passes during a long commit (or Drain cuts it), and a
-		// commit that started should end.
-		rc.write.Lock()
-		n, err := rc.Sink.Write(context.WithoutCancel(r.Context()), batch)
-		rc.write.Unlock()
-		if err != nil {
-			m.Failed.Add(1)
-			rc.notice(Notice{Name: src, Reason: "store: " + err.Error()})
-			http.Error(w, "store failed; retry", http.StatusInternalServerError)
-			return
-		}
-		m.Committed(batch, n, time.Now())
 	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, "{}\n")
+}
+
+// What one request holds decoded before it is stored. The events of a body
+// are stored in batches of at most flushEvents events or flushBytes bytes
+// (each event counted as its bytes in the body plus itemFloor), so that
+// what a request holds does not grow with its body, whatever its items:
+// a million {} items cost the bytes read and nothing more, a million tiny
+// events a batch at a time. Each held event is also taken from the memory
+// budget, and given back once stored.
+const (
+	flushEvents = 4096
+	flushBytes  = 4 << 20
+	// itemFloor is the least a decoded event holds besides its bytes (the
+	// event's fields, the copy of its item): measured at about 700 bytes
+	// for an event of a few fields (TestReceiverTinyItems).
+	itemFloor = 1 << 10
+	// maxUnlisted is what a request may hold of an EventList whose kind
+	// comes after its items (held whole until the kind says it is an
+	// EventList); kube-apiserver writes the kind first.
+	maxUnlisted = 16 << 20
+)
+
+// errUnlisted is the error of an EventList whose items, before its kind,
+// pass maxUnlisted.
+var errUnlisted = fmt.Errorf("an EventList whose kind and apiVersion come after its items is held whole, at most %d MiB of it: give kind and apiVersion first", maxUnlisted>>20)
+
+// held is the events of a request decoded and not yet stored.
+type held struct {
+	rc    *Receiver
+	ctx   context.Context
+	src   string
+	max   int64 // the budget's
+	batch cpid.Batch
+	cost  int64 // of the events in batch, taken from the budget
+	err   error // the first of add or flush: the request ends with it
+}
+
+// add holds the event of it, and stores the batch once it is full (and
+// the list's kind was read: before that, the batch grows up to
+// maxUnlisted).
+func (h *held) add(it *ListItem) error {
+	cost := int64(it.Size) + itemFloor
+	if !h.rc.budget.take(cost, h.max) {
+		h.err = errBusy
+		return h.err
+	}
+	h.cost += cost
+	h.batch.Audits = append(h.batch.Audits, cpid.Audit{AuditEvent: it.Event, Pos: cpid.Pos{File: h.src, Line: it.Index + 1}})
+	full := len(h.batch.Audits) >= flushEvents || h.cost >= flushBytes
+	switch {
+	case full && it.Listed:
+		return h.flush()
+	case !it.Listed && h.cost > maxUnlisted:
+		h.err = errUnlisted
+		return h.err
+	}
+	return nil
+}
+
+// flush stores the held events in one transaction. Not the request's
+// context: the server cancels it when the connection's read deadline
+// passes during a long commit (or Drain cuts it), and a commit that
+// started should end.
+func (h *held) flush() error {
+	if len(h.batch.Audits) == 0 {
+		return nil
+	}
+	h.rc.write.Lock()
+	n, err := h.rc.Sink.Write(h.ctx, &h.batch)
+	h.rc.write.Unlock()
+	if err != nil {
+		h.err = err
+		return err
+	}
+	h.rc.metrics().Committed(&h.batch, n, time.Now())
+	h.release()
+	return nil
+}
+
+// release empties the batch and gives its cost back to the budget.
+func (h *held) release() {
+	h.batch.Reset()
+	h.rc.budget.give(h.cost)
+	h.cost = 0
 }
 
 // Authenticated reports whether r carries the credentials the receiver

@@ -327,8 +327,12 @@ func printBadLines(w io.Writer, s *ingest.Summary) {
 	for _, b := range s.BadLines {
 		fmt.Fprintf(w, "  %s\n", tui.Printable(b.Error()))
 	}
-	if s.Bad > len(s.BadLines) {
-		fmt.Fprintf(w, "  ... and %d more\n", s.Bad-len(s.BadLines))
+	shown := 0
+	for _, b := range s.BadLines {
+		shown += max(b.Count, 1)
+	}
+	if s.Bad > shown {
+		fmt.Fprintf(w, "  ... and %d more\n", s.Bad-shown)
 	}
 }
 
