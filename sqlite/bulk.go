@@ -35,8 +35,11 @@ type index struct{ name, sql string }
 // ErrExists is OpenBulk's error when a database is at the path already.
 var ErrExists = errors.New("a database is there already")
 
-// OpenBulk starts the bulk load of a new database at path.
-func OpenBulk(ctx context.Context, path string) (*Bulk, error) {
+// OpenBulk starts the bulk load of a new database at path. While another
+// process creates it, OpenBulk waits (telling the OpenOption's Notice); a
+// database that is there, or appeared meanwhile, is ErrExists: open it
+// with Open and append.
+func OpenBulk(ctx context.Context, path string, opts ...cpid.OpenOption) (*Bulk, error) {
 	final, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -44,18 +47,15 @@ func OpenBulk(ctx context.Context, path string) (*Bulk, error) {
 	if _, err := os.Lstat(final); err == nil {
 		return nil, fmt.Errorf("open database %s: %w", path, ErrExists)
 	}
-	partial := final + ".partial"
-	lock, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := lockCreation(ctx, final, cpid.Options(opts...).Notice)
 	if err != nil {
-		return nil, fmt.Errorf("create database %s: %w", path, err)
+		return nil, err
 	}
-	if busy, err := tryLock(lock); err != nil || busy {
-		lock.Close()
-		if busy {
-			return nil, fmt.Errorf("create database %s: another cpid-tui ingest is creating it (%s)", path, partial)
-		}
-		return nil, fmt.Errorf("create database %s: lock %s: %w", path, partial, err)
+	if _, err := os.Lstat(final); err == nil {
+		doneCreating(lock, final)
+		return nil, fmt.Errorf("open database %s: %w", path, ErrExists)
 	}
+	partial := final + ".partial"
 	// What is there is a load that died: start again.
 	if err := lock.Truncate(0); err != nil {
 		lock.Close()

@@ -86,7 +86,22 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if o.ReadOnly {
+		if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+			// A load may be creating it: read what it made.
+			if err := waitCreation(ctx, abs, o.Notice); err != nil {
+				return nil, fmt.Errorf("open database %s: %w", path, err)
+			}
+		}
 		return openReadOnly(ctx, path, abs)
+	}
+	if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
+		// Created under the creation lock (create.go), held until the
+		// schema is there: a bulk load waits for it, then appends.
+		lock, err := lockCreation(ctx, abs, o.Notice)
+		if err != nil {
+			return nil, err
+		}
+		defer doneCreating(lock, abs)
 	}
 	// Create the file ourselves so its mode is 0600 whatever the umask;
 	// SQLite gives the -wal and -shm files the mode of the database file.

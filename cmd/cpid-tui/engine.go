@@ -110,9 +110,9 @@ func openForLoad(ctx context.Context, w io.Writer, db string) (*database, error)
 	if _, err := os.Lstat(db); !errors.Is(err, os.ErrNotExist) {
 		return openStore(ctx, w, db, readWrite)
 	}
-	b, err := sqlite.OpenBulk(ctx, db)
+	b, err := sqlite.OpenBulk(ctx, db, cpid.WithNotice(func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", db, s) }))
 	if errors.Is(err, sqlite.ErrExists) {
-		return openStore(ctx, w, db, readWrite) // it appeared meanwhile
+		return openStore(ctx, w, db, readWrite) // it appeared meanwhile: append
 	}
 	if err != nil {
 		return nil, err

@@ -90,7 +90,10 @@ Bodies are stored compressed (docs/SCHEMA.md; cpid-tui sql reads them). A
 --db that does not exist yet is created by a bulk load: the records go to
 DB.partial, the indexes are built at the end and the file is moved into
 place, so a crash leaves no half database at --db (DB.partial is thrown
-away by the next ingest); an interrupted run keeps what it stored.
+away by the next ingest); an interrupted run keeps what it stored. Other
+cpid-tui commands started meanwhile on the same --db (another ingest,
+tail, serve, reconstruct, query) wait for the load, saying so, then
+append to or read the database it made.
 
 Examples:
   cpid-tui ingest --db incident.db /var/log/kubernetes/audit/

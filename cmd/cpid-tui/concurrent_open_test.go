@@ -1,0 +1,123 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestConcurrentFirstOpens: eight processes start at once on a database
+// that does not exist: four ingests (one bulk load, the others wait for it
+// and append), a tail, a serve, a reconstruct and a query. All succeed and
+// every event of every input is stored once: the same rows as one process
+// ingesting them all. Again with the first loader killed (-9) half way
+// through a big load: the others take over its stale .partial. Before,
+// nine of ten concurrent first ingests failed with "another cpid-tui ingest
+// is creating it", their inputs not stored.
+func TestConcurrentFirstOpens(t *testing.T) {
+	t.Parallel()
+	fx := func(name string) string { return filepath.Join("..", "..", "fixtures", name, "bundle") }
+	// tail follows a copy of a fixture's audit log; serve is posted a batch.
+	tailDir := t.TempDir()
+	for _, l := range []string{filepath.Join(fx("cronjob"), "audit", "audit.log")} {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tailDir, filepath.Base(l)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	posted := eventList(goodEvents(t, 0, 50)...)
+	ingests := []string{fx("basic"), fx("kcm-restart"), fx("conflicts"), fx("basic")}
+
+	// What one process makes of every input.
+	want := filepath.Join(t.TempDir(), "want.db")
+	postedFile := filepath.Join(t.TempDir(), "posted.json")
+	os.WriteFile(postedFile, posted, 0o600)
+	for _, in := range append(append([]string{}, ingests...), tailDir, postedFile) {
+		if code, out, errOut := runCmd(t, nil, "ingest", "--db", want, in); code != 0 {
+			t.Fatalf("ingest %s: exit %d\n%s%s", in, code, out, errOut)
+		}
+	}
+	rows := func(db string) string {
+		t.Helper()
+		code, out, errOut := runCmd(t, nil, "sql", "--db", db, "--output", "csv",
+			"select (select count(*) from audit_events) || ' events, ' || (select count(*) from log_records) || ' log records, ' || (select count(distinct hash) from audit_events) || ' distinct'")
+		if code != 0 {
+			t.Fatalf("sql: %s", errOut)
+		}
+		return out
+	}
+	wantRows := rows(want)
+
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at-once", true: "first-loader-killed"}[kill], func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "new.db")
+			var victim proc
+			if kill {
+				// A load big enough to be killed half way.
+				victim = helper(t, "cpid-tui", "ingest", "-q", "--batch", "500", "--db", db, synthBundle(t, 40000))
+				for {
+					if fi, err := os.Stat(db + ".partial"); err == nil && fi.Size() > 4<<20 {
+						break
+					}
+					if victim.ProcessState != nil {
+						t.Fatal("the load ended before it could be killed")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			var ps []proc
+			for _, in := range ingests {
+				ps = append(ps, helper(t, "cpid-tui", "ingest", "-q", "--db", db, in))
+			}
+			addr := freeAddr(t)
+			serve := helper(t, "cpid-tui", "serve", "--db", db, "--listen", addr, "--reconstruct-every", "0")
+			tailer := helper(t, "cpid-tui", "tail", "--db", db, "--reconstruct-every", "0", "--poll", "50ms", "--audit-log", filepath.Join(tailDir, "audit.log"))
+			ps = append(ps, helper(t, "cpid-tui", "reconstruct", "--db", db), helper(t, "cpid-tui", "query", "changes", "--db", db))
+			if kill {
+				victim.Process.Kill()
+				victim.Wait()
+			}
+			serve.waitFor(t, "listening")
+			resp, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(string(posted)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("serve answered %d", resp.StatusCode)
+			}
+			for _, p := range ps {
+				if err := p.Wait(); err != nil {
+					t.Errorf("%v: %v\n%s", p.Args[2:], err, tail(p.stderr.String(), 2048))
+				}
+			}
+			// tail has read its logs when the database holds everything.
+			deadline := time.Now().Add(2 * time.Minute)
+			for rows(db) != wantRows && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			for _, p := range []proc{serve, tailer} {
+				p.Process.Signal(syscall.SIGTERM)
+				if err := p.Wait(); err != nil {
+					t.Errorf("%v: %v\n%s", p.Args[2:], err, tail(p.stderr.String(), 2048))
+				}
+			}
+			if got := rows(db); got != wantRows {
+				t.Errorf("the database holds %s want %s", got, wantRows)
+			}
+			if _, err := os.Stat(db + ".partial"); err == nil {
+				t.Errorf("%s.partial is left", db)
+			}
+		})
+	}
+}
