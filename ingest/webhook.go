@@ -311,8 +311,9 @@ func (rc *Receiver) Authenticated(r *http.Request) bool {
 		}
 	}
 	if rc.Token != "" {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(rc.Token)) == 1 {
+		// The scheme is case-insensitive (RFC 7235), the token is not.
+		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(rc.Token)) == 1 {
 			return true
 		}
 	}

@@ -144,6 +144,38 @@ func TestReceiver(t *testing.T) {
 	}
 }
 
+// TestReceiverAuthScheme: the scheme of an Authorization header is
+// case-insensitive (RFC 7235, section 2.1), its token is not. Before, only
+// "Bearer" authenticated: "bearer TOKEN" got 401.
+func TestReceiverAuthScheme(t *testing.T) {
+	rc := &ingest.Receiver{Token: "s3cret"}
+	for _, c := range []struct {
+		header string
+		want   bool
+	}{
+		{"Bearer s3cret", true},
+		{"bearer s3cret", true},
+		{"BEARER s3cret", true},
+		{"bEaReR s3cret", true},
+		{"Bearer   s3cret", true},
+		{"Bearer S3CRET", false},
+		{"Bearer s3cre", false},
+		{"Basic s3cret", false},
+		{"Bearers3cret", false},
+		{"Bearer", false},
+		{"s3cret", false},
+		{"", false},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		if c.header != "" {
+			r.Header.Set("Authorization", c.header)
+		}
+		if got := rc.Authenticated(r); got != c.want {
+			t.Errorf("Authorization %q: authenticated %v, want %v", c.header, got, c.want)
+		}
+	}
+}
+
 // gatedSink holds each Write of a real store until release is closed.
 type gatedSink struct {
 	cpid.RecordWriter
