@@ -145,7 +145,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	m := rc.metrics()
 	src := cmp.Or(rc.Source, "webhook")
-	h := held{rc: rc, ctx: context.WithoutCancel(r.Context()), src: src, max: body.max}
+	h := held{rc: rc, ctx: context.WithoutCancel(r.Context()), src: src, max: body.max, body: body}
 	defer h.release()
 	var bad []string // the first badShown
 	nbad, items := 0, 0
@@ -220,8 +220,10 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (each event counted as its bytes in the body plus itemFloor), so that
 // what a request holds does not grow with its body, whatever its items:
 // a million {} items cost the bytes read and nothing more, a million tiny
-// events a batch at a time. Each held event is also taken from the memory
-// budget, and given back once stored.
+// events a batch at a time. The body's bytes are in the memory budget
+// already (reserved or charged as read); what the held events cost beyond
+// them is taken from it too, and given back once stored. When the budget
+// has no room for it, the events held are stored at once instead.
 const (
 	flushEvents = 4096
 	flushBytes  = 4 << 20
@@ -246,21 +248,33 @@ type held struct {
 	src   string
 	max   int64 // the budget's
 	batch cpid.Batch
-	cost  int64 // of the events in batch, taken from the budget
-	err   error // the first of add or flush: the request ends with it
+	body  *charged // the request's body, whose bytes are in the budget
+	cost  int64    // of the events in batch: their bytes and floors
+	taken int64    // of the budget, for the events beyond the body's bytes
+	err   error    // the first of add or flush: the request ends with it
 }
 
 // add holds the event of it, and stores the batch once it is full (and
 // the list's kind was read: before that, the batch grows up to
 // maxUnlisted).
 func (h *held) add(it *ListItem) error {
-	cost := int64(it.Size) + itemFloor
-	if !h.rc.budget.take(cost, h.max) {
-		h.err = errBusy
-		return h.err
-	}
-	h.cost += cost
 	h.batch.Audits = append(h.batch.Audits, cpid.Audit{AuditEvent: it.Event, Pos: cpid.Pos{File: h.src, Line: it.Index + 1}})
+	h.cost += int64(it.Size) + itemFloor
+	// The held events beyond what the body has of the budget (many tiny
+	// events cost more decoded than their bytes) take the rest from it.
+	if need := h.cost - h.body.taken - h.taken; need > 0 {
+		switch {
+		case h.rc.budget.take(need, h.max):
+			h.taken += need
+		case len(h.batch.Audits) == 1:
+			// One event in hand: its bytes are the body's, reserved.
+		case it.Listed:
+			return h.flush() // store what is held rather than wait for room
+		default:
+			h.err = errBusy
+			return h.err
+		}
+	}
 	full := len(h.batch.Audits) >= flushEvents || h.cost >= flushBytes
 	switch {
 	case full && it.Listed:
@@ -292,11 +306,11 @@ func (h *held) flush() error {
 	return nil
 }
 
-// release empties the batch and gives its cost back to the budget.
+// release empties the batch and gives what it took back to the budget.
 func (h *held) release() {
 	h.batch.Reset()
-	h.rc.budget.give(h.cost)
-	h.cost = 0
+	h.rc.budget.give(h.taken)
+	h.cost, h.taken = 0, 0
 }
 
 // Authenticated reports whether r carries the credentials the receiver
