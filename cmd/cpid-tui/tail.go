@@ -70,9 +70,9 @@ SIGTERM it brings the tables up to date and pushes what is left
 
 --status prints, from the database, where each followed log stands and its
 counters (lines, records, duplicates, bad lines, possible losses, the lag of
-the last commit); --metrics serves the live counters and the lag histogram
-in the Prometheus text format (-o: the format of --status). See
-docs/LIVE.md.
+the last commit), of every cluster unless --cluster names one; --metrics
+serves the live counters and the lag histogram in the Prometheus text
+format (-o: the format of --status). See docs/LIVE.md.
 
 Examples:
   cpid-tui tail --db cpid.db --audit-log /var/log/kubernetes/audit/audit.log \
@@ -125,10 +125,12 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		defer db0.close()
-		st := db0.view(cluster)
 		if *status {
-			return tailStatus(ctx, e, c, st)
+			// Every cluster's logs unless --cluster names one, as the
+			// other reading commands show.
+			return tailStatus(ctx, e, c, db0.view(e.cluster))
 		}
+		st := db0.view(cluster)
 		srcs, err := st.TailSources(ctx)
 		if err != nil {
 			return err
@@ -213,13 +215,14 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 	}
 }
 
-// tailStatus prints the tail_checkpoints table.
+// tailStatus prints the tail_checkpoints table of the view's cluster(s).
 func tailStatus(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReader) error {
 	srcs, err := st.TailSources(ctx)
 	if err != nil {
 		return err
 	}
 	type row struct {
+		Cluster      string `json:"cluster"`
 		Source       string `json:"source"`
 		File         string `json:"file"`
 		Line         int    `json:"line"`
@@ -235,7 +238,7 @@ func tailStatus(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeRea
 	var rows []row
 	var cells [][]string
 	for _, s := range srcs {
-		r := row{s.Source, s.File, s.Line, s.Offset, s.Lines, s.Records, s.Dups, s.Bad, s.PossibleLoss, s.CommittedNS, 0}
+		r := row{s.Cluster, s.Source, s.File, s.Line, s.Offset, s.Lines, s.Records, s.Dups, s.Bad, s.PossibleLoss, s.CommittedNS, 0}
 		if s.NewestNS > 0 {
 			r.LagNS = s.CommittedNS - s.NewestNS
 		}
@@ -251,8 +254,18 @@ func tailStatus(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeRea
 	if rows == nil {
 		rows = []row{}
 	}
-	return e.print(c, listing{head: []string{"SOURCE", "AT", "LINES", "RECORDS", "DUPS", "BAD", "POSSIBLE_LOSS", "COMMITTED", "LAG"},
-		rows: cells, elide: []int{0, 1}, data: rows})
+	l := listing{head: []string{"SOURCE", "AT", "LINES", "RECORDS", "DUPS", "BAD", "POSSIBLE_LOSS", "COMMITTED", "LAG"},
+		rows: cells, elide: []int{0, 1}, data: rows}
+	// The cluster is a column when the logs are of more than one, or of
+	// one that --cluster did not name and is not the default.
+	named := false
+	for _, r := range rows {
+		named = named || r.Cluster != rows[0].Cluster || r.Cluster != defaultCluster && e.cluster == ""
+	}
+	if named {
+		l = l.prepend("CLUSTER", func(i int) string { return rows[i].Cluster })
+	}
+	return e.print(c, l)
 }
 
 // metricsHandler serves m in the Prometheus text format.

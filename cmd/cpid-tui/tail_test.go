@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"database/sql"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -534,4 +536,63 @@ func TestTailTortureKubelet(t *testing.T) {
 func TestTailTortureCopytruncate(t *testing.T) {
 	loss := torture(t, "copytruncate", "app.log", 30000)
 	t.Logf("possible losses counted (truncations seen live): %d", loss)
+}
+
+// TestTailStatusClusters: without --cluster, tail --status shows the logs
+// followed for every cluster, each with its cluster; with --cluster, that
+// cluster's only. Before, it showed the default cluster's only: nothing
+// for a database written with --cluster NAME.
+func TestTailStatusClusters(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "cpid.db")
+	logs := map[string]string{"prod": filepath.Join(dir, "prod.log"), "default": filepath.Join(dir, "default.log")}
+	writeLines(t, logs["prod"], userCreate(1), userCreate(2))
+	writeLines(t, logs["default"], userCreate(3))
+	for _, c := range []struct{ cluster, log string }{{"prod", logs["prod"]}, {"", logs["default"]}} {
+		args := []string{"--db", db, "--audit-log", c.log}
+		if c.cluster != "" {
+			args = append(args, "--cluster", c.cluster)
+		}
+		var stderr lockedBuffer
+		stop := startTail(t, &stderr, args...)
+		eventually(t, "the events of "+c.log, func() bool {
+			_, out, _ := runCmd(t, nil, "tail", "--db", db, "--cluster", cmp.Or(c.cluster, "default"), "--status", "-o", "json")
+			return strings.Contains(out, `"records": `+map[string]string{"prod": "2", "": "1"}[c.cluster])
+		})
+		if code := stop(); code != 0 {
+			t.Fatalf("tail %v: exit %d\n%s", args, code, stderr.String())
+		}
+	}
+
+	type source struct {
+		Cluster string `json:"cluster"`
+		Source  string `json:"source"`
+		Records int64  `json:"records"`
+	}
+	status := func(args ...string) []source {
+		t.Helper()
+		code, out, errOut := runCmd(t, nil, append([]string{"tail", "--db", db, "--status", "-o", "json"}, args...)...)
+		var got []source
+		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+			t.Fatalf("tail --status %v: exit %d, %v\n%s%s", args, code, err, out, errOut)
+		}
+		return got
+	}
+	all := []source{{"default", logs["default"], 1}, {"prod", logs["prod"], 2}}
+	if got := status(); !slices.Equal(got, all) {
+		t.Errorf("tail --status: %+v, want %+v", got, all)
+	}
+	if got := status("--cluster", "prod"); !slices.Equal(got, all[1:]) {
+		t.Errorf("tail --status --cluster prod: %+v, want %+v", got, all[1:])
+	}
+	if got := status("--cluster", "default"); !slices.Equal(got, all[:1]) {
+		t.Errorf("tail --status --cluster default: %+v, want %+v", got, all[:1])
+	}
+	// The table names the cluster of each log.
+	code, out, errOut := runCmd(t, nil, "tail", "--db", db, "--status")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "CLUSTER ") ||
+		!strings.HasPrefix(lines[1], "default ") || !strings.HasPrefix(lines[2], "prod ") || !strings.Contains(lines[2], "prod.log") {
+		t.Errorf("tail --status: exit %d\n%s%s\nwant a CLUSTER column, the default cluster's log, then prod's", code, out, errOut)
+	}
 }
