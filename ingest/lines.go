@@ -30,6 +30,7 @@ type lineReader struct {
 	parts   [][]byte
 	scratch []byte // a part kept for the next lines, at most keepMax
 	line    int
+	read    int64 // bytes of the stream read, skipped lines too
 }
 
 const (
@@ -57,6 +58,7 @@ func (l *lineReader) next() ([]byte, int, error) {
 	for {
 		chunk, err := l.br.ReadSlice('\n')
 		total += len(chunk)
+		l.read += int64(len(chunk))
 		if total <= l.max+1 { // +1: the newline itself
 			if err == nil && held == 0 {
 				// The common case: the whole line is in the reader's buffer.

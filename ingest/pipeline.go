@@ -331,7 +331,11 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 		return add(chunkLine{num: num, bad: reason})
 	}
 	for {
+		read := lr.read
 		raw, n, err := lr.next()
+		// What the stream gave, skipped lines too: progress reports it as
+		// the bytes decoded.
+		decoded.Add(lr.read - read)
 		if err == io.EOF {
 			break
 		}
@@ -354,7 +358,6 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 			return err
 		}
 		job.lines.Add(1)
-		decoded.Add(int64(len(raw)) + 1)
 		if bytes.IndexByte(raw, 0) >= 0 {
 			if err := bad(n, errBinary); err != nil {
 				return err
@@ -388,9 +391,23 @@ func splitStream(ctx context.Context, s Stream, lim Limits, job *fileJob, work c
 	if err := put(false); err != nil {
 		return err
 	}
+	if len(c.lines) > 0 && len(c.buf) < chunkCap/8 {
+		// The stream's last chunk, mostly empty, takes a buffer of its
+		// size: its buffer is held until the batches of its records are
+		// written, and a bundle of many small members would hold 576 KiB
+		// for each.
+		small := append([]byte(nil), c.buf...)
+		b := c.buf[:0]
+		bufPool.Put(&b)
+		c.buf = small
+	}
 	if err := send(); err != nil {
 		return err
 	}
-	putChunk(c) // the last, empty one
+	// The last chunk is empty: its buffer goes back too, so that a
+	// stream of no line (an empty bundle member) costs no new one.
+	b := c.buf[:0]
+	bufPool.Put(&b)
+	putChunk(c)
 	return nil
 }

@@ -17,22 +17,36 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // Limits bound what the readers accept, so that a hostile or broken bundle
-// cannot exhaust memory or disk. Zero fields take the defaults.
+// cannot exhaust memory, disk or time. Zero fields take the defaults.
 type Limits struct {
 	// MaxLine is the longest line kept; longer ones are reported and skipped
 	// without being held in memory. Default 16 MiB.
 	MaxLine int
-	// MaxInflateRatio is the most decompressed bytes per compressed byte a
-	// gzip stream may produce once past InflateFloor. Default 1000 (real audit
-	// logs compress about 10 to 30 times).
+	// MaxInflateRatio is the most decompressed bytes per compressed byte
+	// allowed once past InflateFloor: for each gzip layer, against the
+	// compressed bytes that layer has consumed, and for an input as a
+	// whole, everything decoded from it against the bytes it has consumed
+	// on disk. Default 1000: real audit logs compress about 10 to 30
+	// times, and one deflate layer cannot inflate more than about 1032
+	// times, so only a bomb made at the highest ratio, or of nested
+	// layers, is over it.
 	MaxInflateRatio int64
-	// InflateFloor is how many decompressed bytes are always allowed before
-	// MaxInflateRatio applies. Default 256 MiB.
+	// InflateFloor is how many decompressed bytes, per layer and per
+	// input, are always allowed before MaxInflateRatio applies (the ratio
+	// of a few bytes says nothing). Default 4 MiB: a bomb is refused once
+	// that much of it has been decompressed, a moment's work, since the
+	// limits are checked on the bytes as they leave each layer, before
+	// lines are split.
 	InflateFloor int64
+	// MaxMembers is the most entries a tar bundle may have (files,
+	// directories, links: every header); the rest of a bundle past it is
+	// refused (ErrMemberLimit). Default 100000.
+	MaxMembers int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -43,10 +57,19 @@ func (l Limits) withDefaults() Limits {
 		l.MaxInflateRatio = 1000
 	}
 	if l.InflateFloor <= 0 {
-		l.InflateFloor = 256 << 20
+		l.InflateFloor = DefaultInflateFloor
+	}
+	if l.MaxMembers <= 0 {
+		l.MaxMembers = DefaultMaxMembers
 	}
 	return l
 }
+
+// The defaults of Limits.InflateFloor and Limits.MaxMembers.
+const (
+	DefaultInflateFloor = 4 << 20
+	DefaultMaxMembers   = 100000
+)
 
 // Stream is one input to decode: a plain file, a decompressed .gz, a member
 // of a tar bundle, or standard input.
@@ -75,6 +98,10 @@ func (n Notice) String() string { return n.Name + ": " + n.Reason }
 // ErrInflateLimit is returned by a stream whose decompressed size broke
 // Limits.MaxInflateRatio.
 var ErrInflateLimit = errors.New("decompressed size exceeds the inflate limit (decompression bomb?)")
+
+// ErrMemberLimit is returned by a tar bundle of more entries than
+// Limits.MaxMembers.
+var ErrMemberLimit = errors.New("tar bundle has too many members")
 
 // Walker finds the streams under a list of paths and reads them in order.
 type Walker struct {
@@ -187,50 +214,95 @@ func (w *Walker) Read(ctx context.Context, name string, fn func(Stream) error) e
 	if w.Counted != nil {
 		r = w.Counted(r)
 	}
-	// The inflate limits hold for the input as a whole: every gzip layer,
-	// and everything decoded from it (all layers, all members), against
-	// the bytes read from disk. Per layer, a gzip inside a gzip inflates
-	// the limit squared.
-	b := &budget{in: &countReader{r: r}, lim: w.Limits.withDefaults()}
-	return w.read(ctx, name, b.in, mod, fn, 0, false, b)
+	return w.read(ctx, name, r, mod, fn, 0, false, &budget{lim: w.Limits.withDefaults()})
 }
 
-// budget is what one input may decompress: its bytes read (in), the bytes
-// decoded from it so far (out), and the limits.
+// budget is what one input may decompress: the bytes decoded from it so
+// far (out), against the bytes it has consumed on disk (disk), and the
+// limits.
 type budget struct {
-	in  *countReader
-	out int64
-	lim Limits
+	disk *inlet
+	out  int64
+	lim  Limits
 }
 
-// exceeded reports out bytes of output too many for the input read so far.
-func (b *budget) exceeded(out int64) error {
-	if out > b.lim.InflateFloor && out/max(b.in.n, 1) > b.lim.MaxInflateRatio {
-		return fmt.Errorf("%w: %d bytes from %d compressed", ErrInflateLimit, out, b.in.n)
+// exceeded reports out bytes of output too many for in bytes of input.
+func (b *budget) exceeded(out, in int64) bool {
+	return out > b.lim.InflateFloor && out/max(in, 1) > b.lim.MaxInflateRatio
+}
+
+// decoded counts n more bytes decoded from the input, and fails when
+// they are too many for the bytes it has consumed on disk.
+func (b *budget) decoded(n int64) error {
+	b.out += n
+	if disk := b.disk.consumed(); b.exceeded(b.out, disk) {
+		return fmt.Errorf("%w: %d bytes decoded from %d read", ErrInflateLimit, b.out, disk)
 	}
 	return nil
 }
 
+// inlet is one layer's input as it is read: what was read of it (src)
+// through its read-ahead (buf). What the layer has consumed is what was
+// read less what is still buffered, exact to the byte: counting what was
+// read alone would credit a layer with up to 64 KiB it has not inflated
+// yet, worth 64 MiB of output at a ratio of 1000, and a bomb at 1030
+// times would only be caught gigabytes later.
+type inlet struct {
+	src countReader
+	buf *bufio.Reader
+}
+
+// newInlet reads r through buf, which it resets.
+func newInlet(r io.Reader, buf *bufio.Reader) *inlet {
+	in := &inlet{src: countReader{r: r}, buf: buf}
+	buf.Reset(&in.src)
+	return in
+}
+
+func (l *inlet) consumed() int64 { return l.src.n - int64(l.buf.Buffered()) }
+
+// bufs are the read-ahead buffers of inlets, reused: a tar bundle of
+// 100,000 members does not allocate 100,000 of them.
+var bufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+// gzips are gzip readers, reused: each holds a 32 KiB window and tables
+// that a bundle of many compressed members would otherwise allocate for
+// each.
+var gzips sync.Pool
+
+func gzipReader(r io.Reader) (*gzip.Reader, error) {
+	if zr, ok := gzips.Get().(*gzip.Reader); ok {
+		return zr, zr.Reset(r)
+	}
+	return gzip.NewReader(r)
+}
+
 // read sniffs the content (not the name) for gzip and tar. gz counts the
 // gzip layers already opened: a .gz member of a .tgz bundle is two, more is
-// refused, and so is a tar inside a tar.
+// refused, and so is a tar inside a tar. The first inlet read is the
+// input's on disk.
 func (w *Walker) read(ctx context.Context, name string, r io.Reader, mod time.Time, fn func(Stream) error, gz int, inTar bool, b *budget) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	lv := newInlet(r, bufs.Get().(*bufio.Reader))
+	defer func() { lv.buf.Reset(nil); bufs.Put(lv.buf) }()
+	if b.disk == nil {
+		b.disk = lv
+	}
+	br := lv.buf
 	head, _ := br.Peek(512)
 	if isGzip(head) {
 		if gz >= 2 {
 			w.notice(name, "compressed more than twice over: skipped")
 			return nil
 		}
-		zr, err := gzip.NewReader(br)
+		zr, err := gzipReader(br)
 		if err != nil {
 			return fmt.Errorf("gzip: %w", err)
 		}
-		defer zr.Close()
+		defer gzips.Put(zr)
 		if !zr.ModTime.IsZero() {
 			mod = zr.ModTime // the original's, when gzip kept it
 		}
-		return w.read(ctx, name, &inflateLimit{r: zr, b: b}, mod, fn, gz+1, inTar, b)
+		return w.read(ctx, name, &inflateLimit{r: zr, in: lv, n: gz + 1, b: b}, mod, fn, gz+1, inTar, b)
 	}
 	if isTar(head) {
 		if inTar {
@@ -239,6 +311,9 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, mod time.Ti
 		}
 		return w.readTar(ctx, name, br, fn, gz, b)
 	}
+	// Binary content is found line by line (a NUL byte makes a bad
+	// line), not from the head, so that a stray NUL does not hide the
+	// valid lines around it.
 	s := Stream{Name: name, R: br, ModTime: mod, Component: Component(name)}
 	if name == "-" {
 		s.Component = w.Component
@@ -250,10 +325,14 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, mod time.Ti
 		}
 	}
 	if gz > 0 {
-		// Binary content is found line by line (a NUL byte makes a bad
-		// line), so that a stray NUL does not hide the valid lines
-		// around it.
-		s.R = &decoded{r: br, b: b}
+		// What the inlet reads from here on is what the decoders get,
+		// counted for the input as a whole as it is read, before lines
+		// are split; s.R stays the inlet's buffer, which the line
+		// reader reads without another one.
+		lv.src.total = b
+		if err := b.decoded(lv.src.n); err != nil {
+			return err
+		}
 	}
 	return fn(s)
 }
@@ -263,7 +342,7 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, mod time.Ti
 // and special files are skipped; members are read in archive order.
 func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(Stream) error, gz int, b *budget) error {
 	tr := tar.NewReader(r)
-	for {
+	for members := 0; ; members++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -273,6 +352,9 @@ func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(
 		}
 		if err != nil {
 			return fmt.Errorf("tar: %w", err)
+		}
+		if members == b.lim.MaxMembers {
+			return fmt.Errorf("%w: more than %d, the rest is not read (raise --max-members)", ErrMemberLimit, b.lim.MaxMembers)
 		}
 		member := name + "!" + cleanMember(h.Name)
 		switch h.Typeflag {
@@ -288,6 +370,9 @@ func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(
 		}
 		if unsafeMember(h.Name) {
 			w.notice(member, fmt.Sprintf("unsafe member name %q: read as %q, nothing is extracted", h.Name, cleanMember(h.Name)))
+		}
+		if h.Size == 0 {
+			continue // nothing to read: an empty member costs its header only
 		}
 		if err := w.read(ctx, member, tr, h.ModTime, fn, gz, true, b); err != nil {
 			var le *LineError
@@ -327,21 +412,34 @@ func isTar(b []byte) bool {
 	return len(b) >= 262 && string(b[257:262]) == "ustar"
 }
 
+// countReader counts what is read from r; with total set, it is decoded
+// output, counted against the input's inflate limit.
 type countReader struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	total *budget
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.total != nil {
+		if terr := c.total.decoded(int64(n)); terr != nil {
+			return n, terr
+		}
+	}
 	return n, err
 }
 
-// inflateLimit fails a gzip layer whose output outgrows the input's bytes
-// read by more than the allowed ratio (past a floor).
+// inflateLimit counts what one gzip layer inflates, as it leaves the
+// layer, and fails when it outgrows the compressed bytes the layer has
+// consumed (in) by more than the ratio: before lines are split, so that a
+// bomb is refused after InflateFloor of it, not after the time it takes
+// to split it. The outermost layer's input is the bytes on disk.
 type inflateLimit struct {
 	r   io.Reader
+	in  *inlet
+	n   int // the layer, 1 the outermost
 	out int64
 	b   *budget
 }
@@ -349,24 +447,8 @@ type inflateLimit struct {
 func (l *inflateLimit) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.out += int64(n)
-	if lerr := l.b.exceeded(l.out); lerr != nil {
-		return n, lerr
-	}
-	return n, err
-}
-
-// decoded counts what the decoders get of a compressed input, every
-// stream of it together, against the input's inflate limit.
-type decoded struct {
-	r io.Reader
-	b *budget
-}
-
-func (d *decoded) Read(p []byte) (int, error) {
-	n, err := d.r.Read(p)
-	d.b.out += int64(n)
-	if lerr := d.b.exceeded(d.b.out); lerr != nil {
-		return n, lerr
+	if in := l.in.consumed(); l.b.exceeded(l.out, in) {
+		return n, fmt.Errorf("%w: gzip layer %d inflated %d bytes from %d", ErrInflateLimit, l.n, l.out, in)
 	}
 	return n, err
 }

@@ -149,13 +149,13 @@ func openTail(path string, off int64, line int, lim Limits) (*tailFile, error) {
 	t := &tailFile{name: path, f: f, fi: fi, max: lim.MaxLine}
 	var magic [2]byte
 	if n, _ := f.ReadAt(magic[:], 0); isGzip(magic[:n]) {
-		cr := &countReader{r: bufio.NewReaderSize(f, 64<<10)}
-		zr, err := gzip.NewReader(cr)
+		in := newInlet(f, bufio.NewReaderSize(nil, 64<<10))
+		zr, err := gzip.NewReader(in.buf)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("gzip %s: %w", path, err)
 		}
-		t.zr = &inflateLimit{r: zr, b: &budget{in: cr, lim: lim}}
+		t.zr = &inflateLimit{r: zr, in: in, n: 1, b: &budget{disk: in, lim: lim}}
 		// Read the head, then decompress and drop up to off.
 		t.head = make([]byte, fingerprintMax)
 		n, err := io.ReadFull(t.zr, t.head)

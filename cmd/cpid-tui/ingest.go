@@ -103,7 +103,9 @@ Examples:
 func setupIngest(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
-	ratio := fs.Int64("max-inflate-ratio", 1000, "refuse a gzip stream that inflates more than this many times its size (past 256 MiB)")
+	ratio := fs.Int64("max-inflate-ratio", 1000, fmt.Sprintf("refuse an input that inflates more than this many times its compressed size, "+
+		"per gzip layer or in total, past %d MiB (a decompression bomb)", ingest.DefaultInflateFloor>>20))
+	members := fs.Int("max-members", ingest.DefaultMaxMembers, "refuse the rest of a tar bundle past this many entries")
 	batch := fs.Int("batch", 5000, "records per transaction (a batch also ends at 4 MiB of bodies)")
 	redaction := redactFlag(fs)
 	component := fs.String("component", "", "the program that wrote standard input (-), which names the records of its klog text lines")
@@ -122,7 +124,7 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 		st := db0.view(cluster)
 		in := &ingest.Ingester{
 			Sink: st,
-			Walker: ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio}, Stdin: e.stdin,
+			Walker: ingest.Walker{Limits: ingest.Limits{MaxLine: *maxLine, MaxInflateRatio: *ratio, MaxMembers: *members}, Stdin: e.stdin,
 				Component: *component},
 			BatchSize: *batch,
 			Redaction: redaction(),
@@ -241,17 +243,31 @@ func unreadInputs(s *ingest.Summary) []error {
 	return errs
 }
 
+// printProgress prints what was read from disk (of how much) and what it
+// decoded to, which a compressed input makes larger: "read 24.6 KiB of 24.6
+// KiB (100%), 3.9 MiB decoded" says where a small input's time goes.
 func printProgress(w io.Writer, p ingest.Progress) {
 	secs := p.Elapsed.Seconds()
-	pct := ""
+	of := ""
 	if p.TotalDisk > 0 {
-		pct = fmt.Sprintf(" (%.0f%% of %s)", 100*float64(p.DiskBytes)/float64(p.TotalDisk), mib(p.TotalDisk))
+		of = fmt.Sprintf(" of %s (%.0f%%)", bytesize(p.TotalDisk), 100*float64(p.DiskBytes)/float64(p.TotalDisk))
 	}
-	fmt.Fprintf(w, "ingest: %s read%s, %.1f MB/s, %d records, %.0f records/s, %s\n",
-		mib(p.DiskBytes), pct, float64(p.Bytes)/1e6/secs, p.Records, float64(p.Records)/secs, tui.Printable(p.File))
+	fmt.Fprintf(w, "ingest: read %s%s, %s decoded, %.1f MB/s, %d records, %.0f records/s, %s\n",
+		bytesize(p.DiskBytes), of, bytesize(p.Bytes), float64(p.Bytes)/1e6/secs, p.Records, float64(p.Records)/secs, tui.Printable(p.File))
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+// bytesize formats a byte count for people, in the unit that shows it.
+func bytesize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
 
 func printSummary(w io.Writer, db string, s *ingest.Summary) {
 	var lines, audits, logs int
@@ -262,7 +278,7 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 	}
 	secs := s.Elapsed.Seconds()
 	fmt.Fprintf(w, "ingested %s, %s, %s (%s decoded) in %.2fs: %.0f records/s, %.1f MB/s\n",
-		tui.Plural(len(s.Files), "file"), tui.Plural(lines, "line"), mib(s.DiskBytes), mib(s.Bytes), secs, float64(audits+logs)/secs, float64(s.Bytes)/1e6/secs)
+		tui.Plural(len(s.Files), "file"), tui.Plural(lines, "line"), bytesize(s.DiskBytes), bytesize(s.Bytes), secs, float64(audits+logs)/secs, float64(s.Bytes)/1e6/secs)
 	fmt.Fprintf(w, "database %s: %d new audit events (%d already stored), %d new log records (%d already stored)\n",
 		db, s.Written.Audits, s.Written.AuditDups, s.Written.Logs, s.Written.LogDups)
 	if audits > 0 {

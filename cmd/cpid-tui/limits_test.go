@@ -1,6 +1,9 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest"
 )
 
 // userCreate is an audit line of a user creating ConfigMap cm-i.
@@ -283,5 +287,72 @@ func TestLongLineMemory(t *testing.T) {
 	if code, out, _ := runCmd(t, nil, "sql", "--db", db, "--output", "csv", "select length(response_object) from audit_bodies where response_object is not null"); code != 0 ||
 		out != fmt.Sprintf("length(response_object)\n%d\n", len(body)) {
 		t.Errorf("the body stored: %q", out)
+	}
+}
+
+// gzipOf compresses b at the best compression.
+func gzipOf(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestIngestBombs: a gzip bomb, one layer (64 MiB of newlines, about
+// 1025 times smaller) or two (1 GiB in under 2 KB), is refused as unreadable,
+// exit 1, naming the input; past the old floor of 256 MiB the two-layer
+// one took 41 s (issue 30), and the one-layer one was read to its end. A
+// bundle past --max-members is refused the same way, what was read of it
+// before stored.
+func TestIngestBombs(t *testing.T) {
+	dir := t.TempDir()
+	member := gzipOf(t, bytes.Repeat([]byte("\n"), 8<<20))
+	one := filepath.Join(dir, "one.log.gz")
+	two := filepath.Join(dir, "two.log.gz")
+	os.WriteFile(one, bytes.Repeat(member, 8), 0o600)
+	os.WriteFile(two, gzipOf(t, bytes.Repeat(member, 128)), 0o600)
+	for _, path := range []string{one, two} {
+		code, _, errOut := runCmd(t, nil, "ingest", "-q", "--db", filepath.Join(dir, "cpid.db"), path)
+		if code != 1 || !strings.Contains(errOut, path+": decompressed size exceeds the inflate limit") {
+			t.Errorf("ingest %s: exit %d, stderr %q; want 1 and the inflate limit", filepath.Base(path), code, errOut)
+		}
+	}
+
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for i := range 3 {
+		line := userCreate(i) + "\n"
+		tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("audit/audit-%d.log", i), Mode: 0o644, Size: int64(len(line)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(line))
+	}
+	tw.Close()
+	bundle := filepath.Join(dir, "bundle.tar")
+	os.WriteFile(bundle, b.Bytes(), 0o600)
+	code, out, errOut := runCmd(t, nil, "ingest", "--db", filepath.Join(dir, "bundle.db"), "--max-members", "2", bundle)
+	if code != 1 || !strings.Contains(errOut, bundle+": tar bundle has too many members: more than 2") ||
+		!strings.Contains(out, "2 new audit events") {
+		t.Errorf("--max-members 2: exit %d\n%s%s\nwant 1, the bundle named and its first 2 events stored", code, out, errOut)
+	}
+}
+
+// TestProgressLine: the progress line says what was read from disk and
+// what it decoded to; a small compressed input read whole was "0.0 MiB
+// read (100% of 0.0 MiB)" while its bytes were still being decoded.
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	printProgress(&b, ingest.Progress{Elapsed: 2 * time.Second, DiskBytes: 25231, TotalDisk: 25231, Bytes: 300 << 20,
+		Records: 10, File: "nested.gz"})
+	want := "ingest: read 24.6 KiB of 24.6 KiB (100%), 300.0 MiB decoded, 157.3 MB/s, 10 records, 5 records/s, nested.gz\n"
+	if b.String() != want {
+		t.Errorf("progress line\n%q, want\n%q", b.String(), want)
+	}
+	b.Reset()
+	printProgress(&b, ingest.Progress{Elapsed: time.Second, DiskBytes: 3 << 30, Bytes: 3 << 30, File: "-"})
+	if want := "ingest: read 3.0 GiB, 3.0 GiB decoded,"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("progress line of standard input\n%q, want it to start with\n%q", b.String(), want)
 	}
 }
