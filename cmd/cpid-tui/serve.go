@@ -67,9 +67,12 @@ localhost) without TLS and authentication, unless --insecure is given.
 Limits: a body larger than --max-body gets 413; the bodies being read and
 stored at once hold at most --body-budget bytes, and a request beyond it
 gets 503 with Retry-After: 1, which kube-apiserver retries. A request must
-be read within --read-timeout, an idle keep-alive connection is closed
-after --idle-timeout, and beyond --max-conns open connections a new one is
-closed at once (docs/SECURITY.md).
+be read within --read-timeout, and an idle keep-alive connection is closed
+after --idle-timeout. Beyond --max-conns open connections, a new one closes
+the one that has waited longest without completing a request (stalled in
+its headers or body, or idle), so that stalled connections cannot lock
+senders out; only when every open one is handling a request read whole is
+the new one closed at once (docs/SECURITY.md).
 
 On SIGTERM or SIGINT serve stops accepting, ends every read at once (a body
 still coming gets 503 with Retry-After: the batch was not acknowledged, and
@@ -96,7 +99,7 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 	insecure := fs.Bool("insecure", false, "allow listening on an address other than loopback without TLS or without authentication")
 	maxBody := fs.Int64("max-body", 64<<20, "largest request body accepted, in bytes (413 beyond)")
 	bodyBudget := fs.Int64("body-budget", 128<<20, "bytes of request bodies read and stored at once, over all requests (503 with Retry-After beyond); at least --max-body")
-	maxConns := fs.Int("max-conns", 256, "open connections; a new one beyond is closed at once")
+	maxConns := fs.Int("max-conns", 256, "open connections; a new one beyond closes the one that has waited longest without completing a request")
 	readTimeout := fs.Duration("read-timeout", time.Minute, "time to read a request, headers and body")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "time a keep-alive connection may wait for its next request")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
@@ -179,7 +182,7 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 			ln.Close()
 			return fmt.Errorf("refusing to listen on %s (%s, not loopback) without %s; pass --insecure to accept that", *listen, ln.Addr(), need)
 		}
-		cl := &capListener{Listener: ln, slots: make(chan struct{}, *maxConns), notice: notice}
+		cl := newCapListener(ln, *maxConns, notice)
 		defer cl.Close()
 		var l net.Listener = cl
 		if tlsConf != nil {
@@ -213,6 +216,7 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 			cl.writeMetrics(w)
 		}))
 		mux.Handle("/", wh)
+		handler := cl.track(mux) // at --max-conns, which connections are stalled
 		switch {
 		case open:
 			notice(ingest.Notice{Name: *listen, Reason: "no --client-ca or --token-file: anyone who reaches this address can write audit events"})
@@ -220,8 +224,8 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 			notice(ingest.Notice{Name: *listen, Reason: "--client-ca without --allow-cn: any certificate that CA signed is accepted"})
 		}
 
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
-			ConnState: wh.ConnState, ErrorLog: log.New(noticeWriter(notice), "", 0)}
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
+			ConnState: wh.ConnState, ConnContext: cl.connContext, ErrorLog: log.New(noticeWriter(notice), "", 0)}
 		// On shutdown, reads end at once: a body still coming would otherwise
 		// hold Shutdown until --read-timeout. Only the batches read whole are
 		// still stored and answered.
@@ -247,8 +251,8 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 			g.Go(func() error { return reconstructEvery(ctx, st, *every, notice) })
 		}
 		err = g.Wait()
-		fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d bad, %d batches, %d requests rejected (%d busy), %d connections refused\n",
-			m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.Busy(), cl.refused.Load())
+		fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d bad, %d batches, %d requests rejected (%d busy), %d stalled connections closed for new ones, %d connections refused\n",
+			m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.Busy(), cl.evicted.Load(), cl.refused.Load())
 		return err
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/plugin/pkg/audit/webhook"
+
+	"github.com/cpid-dev/cpid/ingest"
 )
 
 // startServe runs `cpid-tui serve` in this process on a free loopback
@@ -328,37 +331,129 @@ func TestServeTimeouts(t *testing.T) {
 	}
 }
 
-// TestServeConnectionCap: beyond --max-conns open connections, a new one is
-// closed at once, without an answer.
+// TestServeConnectionCap: at --max-conns, a new connection closes the one
+// that has waited longest without completing a request, so that
+// connections stalled in their headers or body (a slow loris) cannot lock
+// a real sender out. Before, the new connection was closed at once, without
+// an answer, until a stalled one reached --read-timeout (a minute).
 func TestServeConnectionCap(t *testing.T) {
-	addr, _, _ := startServe(t, "--max-conns", "2")
-	var open []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
+	addr, db, _ := startServe(t, "--max-conns", "4")
+	// Eight connections stall, in turn in their headers and in their body:
+	// the last four to come hold the cap.
+	var stalled []net.Conn
+	for i := range 8 {
+		if i%2 == 0 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Ty", addr)
+			stalled = append(stalled, c)
+		} else {
+			stalled = append(stalled, rawPost(t, addr, 1000, `{"kind":"Ev`, ""))
 		}
-		defer c.Close()
-		open = append(open, c)
 	}
-	extra, err := net.Dial("tcp", addr)
+	// One connection, kept alive: the metrics come on the post's.
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", bytes.NewReader(eventList(goodEvents(t, 0, 1)...)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("a real post beside %d stalled connections: %v", len(stalled), err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a real post beside %d stalled connections: %d, want 200", len(stalled), resp.StatusCode)
+	}
+	if ids, _, _, _, _ := storedIDs(t, db); ids[tortureID(0)] != 1 {
+		t.Errorf("the post's event is stored %d times, want 1", ids[tortureID(0)])
+	}
+	// The first five stalled connections were closed, the oldest first,
+	// one for each that came after them.
+	for i, c := range stalled[:5] {
+		if out, closed := readAll(c, 30*time.Second); !closed {
+			t.Errorf("stalled connection %d: still open (read %q)", i, out)
+		}
+	}
+	m := metricsText(t, client, "http://"+addr)
+	for _, want := range []string{"cpid_webhook_connections_evicted_total 5\n", "cpid_webhook_connections_refused_total 0\n", "cpid_webhook_connections 4\n"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+}
+
+// TestCapListener: at the cap, a new connection closes the open one that
+// has waited longest without completing a request (since it was accepted,
+// or answered its last one); a connection whose request was read whole is
+// not closed while it is handled, and when every open one is, the new
+// connection is closed at once.
+func TestCapListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer extra.Close()
-	get := "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
-	extra.Write([]byte(get))
-	if out, closed := readAll(extra, 30*time.Second); !closed || out != "" {
-		t.Errorf("a third connection: closed %v, read %q; want closed without an answer", closed, out)
+	var mu sync.Mutex
+	var notices []string
+	cl := newCapListener(ln, 2, func(n ingest.Notice) { mu.Lock(); notices = append(notices, n.Reason); mu.Unlock() })
+	defer cl.Close()
+	accepted := make(chan *slotConn)
+	go func() {
+		for {
+			c, err := cl.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c.(*slotConn)
+		}
+	}()
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
 	}
-	open[0].Write([]byte(get))
-	resp, err := http.ReadResponse(bufio.NewReader(open[0]), nil)
-	if err != nil {
-		t.Fatalf("an open connection: %v", err)
+	closed := func(name string, c net.Conn) {
+		t.Helper()
+		if out, closed := readAll(c, 30*time.Second); !closed || out != "" {
+			t.Errorf("%s: closed %v, read %q; want closed", name, closed, out)
+		}
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if !strings.Contains(string(b), "cpid_webhook_connections_refused_total 1\n") || !strings.Contains(string(b), "cpid_webhook_connections 2\n") {
-		t.Errorf("metrics:\n%s", b)
+	dial()
+	b := dial()
+	sa, sb := <-accepted, <-accepted
+	sa.read() // both requests read whole, being handled
+	sb.read()
+	closed("a new connection while every open one is busy", dial())
+	if n := cl.refused.Load(); n != 1 {
+		t.Errorf("%d refused, want 1", n)
+	}
+
+	sb.served() // b waits for its next request: it may be closed
+	d := dial()
+	sd := <-accepted
+	closed("the one not busy", b)
+	sa.served() // a answered after d came: d has waited longer
+	dial()
+	<-accepted
+	closed("the one waiting longest", d)
+	cl.mu.Lock()
+	_, aOpen := cl.open[sa]
+	_, dOpen := cl.open[sd]
+	cl.mu.Unlock()
+	if !aOpen || dOpen || cl.evicted.Load() != 2 {
+		t.Errorf("a open %v, d open %v, %d evicted; want a open, d closed, 2 evicted", aOpen, dOpen, cl.evicted.Load())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(notices) != 2 || !strings.Contains(notices[0], "closing new ones") || !strings.Contains(notices[1], "waited longest") {
+		t.Errorf("notices %q: want the refusal, then the closing of stalled ones, each once", notices)
 	}
 }
 
