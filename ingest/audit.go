@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -306,25 +307,35 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 	ev.CPIDAncestors = splitList(t.done())
 
 	ev.Annotations = raw(b, v[fAnnotations])
-	ev.ResponseStatus = raw(b, v[fResponseStatus])
-	var r1, r2 bool
+	// The status is redacted too: a failure's message can quote the
+	// credential it refused.
+	var r1, r2, r3 bool
 	ev.RequestObject, r1 = red.body(b, req, x, ev.Resource, ev.Subresource, ev.APIGroup)
 	ev.ResponseObject, r2 = red.body(b, resp, x, ev.Resource, ev.Subresource, ev.APIGroup)
-	ev.Redacted = r1 || r2
+	ev.ResponseStatus, r3 = red.body(b, v[fResponseStatus], x, "", "", "")
+	ev.Redacted = r1 || r2 || r3
 	bare := item && len(kind) == 0 && len(apiVersion) == 0
-	ev.Hash = eventHash(b, obj, bare, ev.Redacted, req, resp, ev.RequestObject, ev.ResponseObject)
+	ev.Hash = eventHash(b, obj, bare, ev.Redacted, []redacted{
+		{req, ev.RequestObject}, {resp, ev.ResponseObject}, {v[fResponseStatus], ev.ResponseStatus}})
 	return nil
+}
+
+// redacted is a value of an event, at, and what is stored of it, new (nil
+// for a body dropped whole).
+type redacted struct {
+	at  span
+	new []byte
 }
 
 // eventHash is the first 16 bytes of the SHA-256 of the event's compact
 // JSON. An EventList item without kind and apiVersion is hashed as the log
 // backend writes the same event, so that an event received by the webhook
 // and read from a log file collapses into one. A redacted event is hashed
-// with its redacted bodies (a removed body as null), so that the hash says
-// nothing about the removed data.
-func eventHash(b []byte, obj span, bare, redacted bool, req, resp span, newReq, newResp []byte) [16]byte {
+// with its redacted bodies and status (a removed body as null), so that the
+// hash says nothing about the removed data.
+func eventHash(b []byte, obj span, bare, isRedacted bool, parts []redacted) [16]byte {
 	var h [16]byte
-	if !bare && !redacted {
+	if !bare && !isRedacted {
 		sum := sha256.Sum256(b[obj.S:obj.E])
 		copy(h[:], sum[:])
 		return h
@@ -338,14 +349,8 @@ func eventHash(b []byte, obj span, bare, redacted bool, req, resp span, newReq, 
 			d.Write([]byte{','})
 		}
 	}
-	if redacted {
-		parts := [2]struct {
-			at  span
-			new []byte
-		}{{req, newReq}, {resp, newResp}}
-		if resp.S < req.S {
-			parts[0], parts[1] = parts[1], parts[0]
-		}
+	if isRedacted {
+		slices.SortFunc(parts, func(p, q redacted) int { return p.at.S - q.at.S })
 		for _, p := range parts {
 			if !p.at.OK() {
 				continue

@@ -58,7 +58,7 @@ func redactAny(raw json.RawMessage, body any, resource, subresource, group strin
 		}
 		return raw, false
 	}
-	out, changed := oracleWalk(body, top)
+	out, changed := oracleWalk(body, top, outside)
 	if !changed {
 		return raw, false
 	}
@@ -69,16 +69,31 @@ func redactAny(raw json.RawMessage, body any, resource, subresource, group strin
 	return b, true
 }
 
-func oracleWalk(v any, pending [][]string) (any, bool) {
+// Where a value is, for the env var rule.
+const (
+	outside  = iota
+	envList  // the value of a member env
+	envEntry // an object in an envList
+)
+
+var oracleEnvName = regexp.MustCompile(`(?i)token|secret|passw(or)?d|api_?key|credential`)
+
+func oracleWalk(v any, pending [][]string, where int) (any, bool) {
 	switch v := v.(type) {
 	case object:
 		paths := pending
 		for _, r := range oracleRules {
 			for _, kv := range v {
-				if s, ok := kv.v.(string); ok && kv.k == "kind" && s == r.kind {
+				if s, ok := kv.v.(string); ok && kv.k == "kind" && strings.EqualFold(s, r.kind) {
 					paths = append(paths[:len(paths):len(paths)], r.own()...)
 					break
 				}
+			}
+		}
+		secret := false
+		for _, kv := range v {
+			if s, ok := kv.v.(string); ok && where == envEntry && strings.EqualFold(kv.k, "name") && oracleEnvName.MatchString(s) {
+				secret = true
 			}
 		}
 		out, changed := object{}, false
@@ -94,11 +109,22 @@ func oracleWalk(v any, pending [][]string) (any, bool) {
 					tails = append(tails, p[1:])
 				}
 			}
+			key := kv.k
+			if k, c := oracleString(kv.k); c {
+				kv.k, changed = k.(string), true
+			}
 			var c bool
-			if s, ok := kv.v.(string); ok && strings.EqualFold(kv.k, oracleLastApplied) {
+			s, isString := kv.v.(string)
+			_, isList := kv.v.([]any)
+			switch {
+			case secret && strings.EqualFold(key, "value") && isString && s != "" && s != oracleCredential:
+				kv.v, c = oracleCredential, true
+			case isString && strings.EqualFold(key, oracleLastApplied):
 				kv.v, c = oracleEmbedded(s)
-			} else {
-				kv.v, c = oracleWalk(kv.v, tails)
+			case isList && strings.EqualFold(key, "env"):
+				kv.v, c = oracleWalk(kv.v, tails, envList)
+			default:
+				kv.v, c = oracleWalk(kv.v, tails, outside)
 			}
 			changed = changed || c
 			out = append(out, kv)
@@ -108,7 +134,11 @@ func oracleWalk(v any, pending [][]string) (any, bool) {
 		out, changed := make([]any, len(v)), false
 		for i := range v {
 			var c bool
-			out[i], c = oracleWalk(v[i], pending)
+			if _, ok := v[i].(object); ok && where == envList {
+				out[i], c = oracleWalk(v[i], pending, envEntry)
+			} else {
+				out[i], c = oracleWalk(v[i], pending, outside)
+			}
 			changed = changed || c
 		}
 		return out, changed
@@ -122,7 +152,7 @@ func oracleEmbedded(s string) (any, bool) {
 	if !json.Valid([]byte(s)) {
 		return oracleString(s)
 	}
-	w, changed := oracleWalk(decodeOrdered([]byte(s)), nil)
+	w, changed := oracleWalk(decodeOrdered([]byte(s)), nil, outside)
 	if !changed {
 		return s, false
 	}
@@ -135,7 +165,17 @@ func oracleEmbedded(s string) (any, bool) {
 
 var oraclePEM = regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`)
 
-const oracleRedacted = "[private key redacted by cpid]"
+const (
+	oracleRedacted   = "[private key redacted by cpid]"
+	oracleToken      = "[token redacted by cpid]"
+	oracleCredential = "[credential redacted by cpid]"
+)
+
+var (
+	oracleBearer = regexp.MustCompile(`\b([Bb]earer +)([A-Za-z0-9._~+/-]{16,}=*)`)
+	oracleJWT    = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`)
+	oracleKube   = regexp.MustCompile(`(?m)^( *(token|id-token|access-token|refresh-token|client-secret|client-key-data|password): +)\S[^\n]*`)
+)
 
 func oracleString(s string) (any, bool) {
 	if t := strings.TrimSpace(s); strings.HasPrefix(t, "LS0tLS1CRUdJT") {
@@ -152,10 +192,22 @@ func oracleString(s string) (any, bool) {
 			return oracleRedacted, true
 		}
 	}
-	if !oraclePEM.MatchString(s) {
+	out := oraclePEM.ReplaceAllString(s, oracleRedacted)
+	if strings.Contains(out, "users:") || strings.Contains(out, "kind: Config") {
+		out = oracleKube.ReplaceAllString(out, "${1}"+oracleCredential)
+	}
+	out = oracleBearer.ReplaceAllStringFunc(out, func(m string) string {
+		sub := oracleBearer.FindStringSubmatch(m)
+		if strings.ContainsAny(sub[2], "0123456789") {
+			return sub[1] + oracleToken
+		}
+		return m
+	})
+	out = oracleJWT.ReplaceAllString(out, oracleToken)
+	if out == s {
 		return s, false
 	}
-	return oraclePEM.ReplaceAllString(s, oracleRedacted), true
+	return out, true
 }
 
 // normalEmbedded replaces each last-applied-configuration string that
