@@ -16,11 +16,11 @@ import (
 
 const auditAPIVersion = "audit.k8s.io/v1"
 
-// DecodeAudit decodes one JSON value that is either an audit.k8s.io/v1 Event,
 // errEventless is the error of an EventList item that has nothing of an
 // event: no kind, apiVersion, auditID or timestamp.
 var errEventless = errors.New("not an audit event: no auditID, stageTimestamp or requestReceivedTimestamp")
 
+// DecodeAudit decodes one JSON value that is either an audit.k8s.io/v1 Event,
 // as kube-apiserver's log backend writes it one per line, or an EventList, as
 // its webhook backend posts it. The results do not alias line.
 //
@@ -239,7 +239,6 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 	if ev.StageNS, err = timeField(b, v[fStageTimestamp], "stageTimestamp"); err != nil {
 		return err
 	}
-
 	// An EventList item with no kind, no apiVersion, no auditID and no
 	// timestamp ({} above all) is no event: stored, it would be a row of
 	// nothing at time 0. It is a bad item, as the same object on a line of
@@ -247,6 +246,7 @@ func decodeEvent(b []byte, obj span, ms []member, item bool, x index, red *Redac
 	if item && len(kind) == 0 && len(apiVersion) == 0 && len(strOf(b, v[fAuditID])) == 0 && ev.StageNS == 0 && ev.ReceivedNS == 0 {
 		return errEventless
 	}
+
 	var t strtab
 	t.add(&ev.AuditID, b, v[fAuditID])
 	t.add(&ev.RequestURI, b, v[fRequestURI])
