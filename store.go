@@ -248,8 +248,9 @@ type OpenOptions struct {
 	// saying which version is needed), and writes through it fail.
 	ReadOnly bool
 	// Notice, when set, is told what opening does that takes long: each
-	// migration of a database that has one already (a rebuild of its
-	// tables may take a while on a large one), before it runs.
+	// migration of a database that holds records (a rebuild of its tables
+	// may take a while on a large one), before it runs; not those of a
+	// database being created, by this process or another one at once.
 	Notice func(string)
 }
 
@@ -263,7 +264,7 @@ func ReadOnly() OpenOption { return func(o *OpenOptions) { o.ReadOnly = true } }
 func WithNotice(f func(string)) OpenOption { return func(o *OpenOptions) { o.Notice = f } }
 
 // MigrationNotice is what an engine tells OpenOptions.Notice before it
-// applies migration m to a database that has an older schema.
+// applies migration m to a database of an older schema that holds records.
 func MigrationNotice(m Migration) string {
 	return fmt.Sprintf("migrating to schema v%d (%s): once, and a while on a large database", m.Version, m.Name)
 }

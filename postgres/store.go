@@ -159,7 +159,11 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		return err
 	}
 	latest := ms[len(ms)-1].Version
-	upgrade := -1 // whether the database had a schema when opened: -1 not known yet
+	// Whether the database is upgraded (and said so), -1 not known yet:
+	// only one that holds records is. One that another process is
+	// creating right now has a part of the schema and nothing in it, and
+	// migrates in no time.
+	upgrade := -1
 	for _, m := range ms {
 		if m.Version > upTo {
 			break
@@ -182,7 +186,16 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 				return newer{cpid.NewerSchemaError(newest, latest)}
 			}
 			if upgrade < 0 {
-				upgrade = min(newest, 1)
+				upgrade = 0
+				var has bool
+				if newest > 0 { // the tables of records are in schema v1
+					if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_events) OR EXISTS (SELECT 1 FROM log_records)`).Scan(&has); err != nil {
+						return err
+					}
+				}
+				if has {
+					upgrade = 1
+				}
 			}
 			var done bool
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil || done {

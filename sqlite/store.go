@@ -341,8 +341,11 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 	for _, m := range ms {
 		pending = pending || !applied[m.Version] && m.Version <= upTo
 	}
-	upgrade := len(applied) > 0 // not a new database
-	if upgrade && pending {
+	// Only a database that holds records is upgraded (and said so): one
+	// that another process is creating right now has a part of the schema
+	// and nothing in it, and migrates in no time.
+	upgrade := len(applied) > 0 && pending && s.hasRecords(ctx)
+	if upgrade {
 		// The sorts of index builds spill to temporary files, not to
 		// memory as the writer's do, past a page cache of 16 MiB (each
 		// sort takes as much as the cache): migrating a million events to
@@ -364,9 +367,6 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		if applied[m.Version] || m.Version > upTo {
 			continue
 		}
-		if upgrade && s.notice != nil {
-			s.notice(cpid.MigrationNotice(m))
-		}
 		// Another process may be applying the same migration: the check
 		// is repeated inside the write transaction (BEGIN IMMEDIATE holds
 		// the database's write lock), so each migration is applied once.
@@ -382,7 +382,10 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 				return err
 			}
 			if done > 0 {
-				return nil
+				return nil // another process applied it meanwhile
+			}
+			if upgrade && s.notice != nil {
+				s.notice(cpid.MigrationNotice(m))
 			}
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
@@ -412,6 +415,15 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		}
 	}
 	return nil
+}
+
+// hasRecords reports whether the database holds an audit event or a log
+// record (both tables are in schema v1); true when it cannot tell, so
+// that a migration that may take long is said.
+func (s *Store) hasRecords(ctx context.Context) bool {
+	var has bool
+	err := s.w.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM audit_events) OR EXISTS (SELECT 1 FROM log_records)`).Scan(&has)
+	return has || err != nil
 }
 
 // SchemaVersion is the highest migration applied to the database.

@@ -458,16 +458,39 @@ func TestBodyBlocksMigrationKeepsBodies(t *testing.T) {
 	}
 }
 
-// TestMigrationNotice: opening a database of an older schema says each
-// migration before it runs it (a rebuild may take a while); a new
-// database is created silently; the writer's sorts go back to memory.
+// TestMigrationNotice: opening a database of an older schema that holds
+// records says each migration before it runs it (a rebuild may take a
+// while); a new database, or an older one with no records, is migrated
+// silently; the writer's sorts go back to memory.
 func TestMigrationNotice(t *testing.T) {
 	ctx := context.Background()
 	var said []string
 	notice := cpid.WithNotice(func(s string) { said = append(said, s) })
-	old, path := openAt(t, 9)
-	old.Close()
+	// A database of an older schema with no records migrates in no time,
+	// and says nothing: it is what a process that opens a new database
+	// sees while another one is creating it (before, each migration
+	// applied after the other's first was announced).
+	empty, path := openAt(t, 9)
+	empty.Close()
 	s, err := Open(ctx, path, notice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if len(said) != 0 {
+		t.Errorf("upgrading a v9 database with no records said %q", said)
+	}
+	old, path := openAt(t, 9)
+	if _, err := old.w.ExecContext(ctx, `INSERT INTO files(id, path) VALUES (1, 'kcm.log')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.w.ExecContext(ctx, `INSERT INTO log_records(hash, ts_ns, level, component, msg, fields, file_id, line)
+		VALUES (x'01', 1, 'info', 'kcm', 'm', '{}', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	said = nil
+	s, err = Open(ctx, path, notice)
 	if err != nil {
 		t.Fatal(err)
 	}

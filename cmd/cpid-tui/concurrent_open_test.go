@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cpid-dev/cpid/postgres/pgtest"
 )
 
 // TestConcurrentFirstOpens: eight processes start at once on a database
@@ -117,6 +120,46 @@ func TestConcurrentFirstOpens(t *testing.T) {
 			}
 			if _, err := os.Stat(db + ".partial"); err == nil {
 				t.Errorf("%s.partial is left", db)
+			}
+		})
+	}
+}
+
+// TestFirstOpenNoMigrationNotice: two serve and two tail started at once
+// on a new database say nothing of migrations, whichever opens it first:
+// a new database is created, not upgraded, and the migrations one process
+// applies are no news to the others. Several rounds, each with a new
+// database, on SQLite and PostgreSQL. Before, on PostgreSQL, most rounds
+// had one of them say "migrating to schema vN" (a process whose first
+// migration waited for another's applied the later ones as an upgrade).
+func TestFirstOpenNoMigrationNotice(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "audit.log")
+			writeLines(t, log, userCreate(1))
+			for round := range 6 {
+				db := filepath.Join(dir, fmt.Sprintf("new%d.db", round))
+				if engine == "postgres" {
+					db = pgtest.NewDatabase(t)
+				}
+				var ps []proc
+				for range 2 {
+					ps = append(ps, helper(t, "cpid-tui", "serve", "--db", db, "--listen", freeAddr(t), "--reconstruct-every", "0"),
+						helper(t, "cpid-tui", "tail", "--db", db, "--reconstruct-every", "0", "--audit-log", log))
+				}
+				for i, p := range ps {
+					p.waitFor(t, map[bool]string{true: "listening", false: "tail: following"}[i%2 == 0])
+				}
+				for _, p := range ps {
+					p.Process.Signal(syscall.SIGTERM)
+					if err := p.Wait(); err != nil {
+						t.Errorf("round %d: %v: %v\n%s", round, p.Args[2:], err, tail(p.stderr.String(), 2048))
+					}
+					if s := p.stderr.String(); strings.Contains(s, "migrating") {
+						t.Errorf("round %d: %s on a new database says it migrates:\n%s", round, p.Args[3], s)
+					}
+				}
 			}
 		})
 	}
