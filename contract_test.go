@@ -191,9 +191,11 @@ var fixtures = []string{"basic", "instrumented", "figure-5", "paper-5-1-1", "pap
 // TestContractIngest: the same bundle ingested into each engine stores the
 // same rows, twice over (the second ingest stores nothing).
 func TestContractIngest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, fx := range fixtures {
 		t.Run(fx, func(t *testing.T) {
+			t.Parallel()
 			es := openEngines(t, "")
 			for _, e := range es {
 				for round := range 2 {
@@ -214,9 +216,11 @@ func TestContractIngest(t *testing.T) {
 // TestContractReconstruct: reconstruct over each engine derives the same
 // rows, in one run, in steps, and incrementally.
 func TestContractReconstruct(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, fx := range fixtures {
 		t.Run(fx, func(t *testing.T) {
+			t.Parallel()
 			es := openEngines(t, "east")
 			for _, e := range es {
 				if _, err := (&ingest.Ingester{Sink: e.w}).Run(ctx, []string{filepath.Join("fixtures", fx, "bundle")}); err != nil {
@@ -241,9 +245,11 @@ func TestContractReconstruct(t *testing.T) {
 // TestContractRead: every read of every change of every fixture gives the
 // same result from each engine.
 func TestContractRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, fx := range fixtures {
 		t.Run(fx, func(t *testing.T) {
+			t.Parallel()
 			es := openEngines(t, "")
 			for _, e := range es {
 				if _, err := (&ingest.Ingester{Sink: e.w}).Run(ctx, []string{filepath.Join("fixtures", fx, "bundle")}); err != nil {

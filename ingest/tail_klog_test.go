@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,9 +53,9 @@ func TestTailKlogText(t *testing.T) {
 // fields, component and time, in time order.
 func waitLogs(t *testing.T, h *harness, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var got []string
+	var got []string
+	waitUntil(t, fmt.Sprintf("%d log records", n), func() bool {
+		got = nil
 		if h.r != nil {
 			rows, err := h.r.Query(`SELECT component, ts_ns, msg, fields FROM log_records ORDER BY ts_ns`)
 			if err == nil {
@@ -74,12 +75,7 @@ func waitLogs(t *testing.T, h *harness, n int) []string {
 		if len(got) > n {
 			t.Fatalf("%d log records, want %d: %q", len(got), n, got)
 		}
-		if len(got) == n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out with %d of %d log records: %q; notices %v", len(got), n, got, h.notices())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(got) == n
+	}, func() string { return fmt.Sprintf("%d log records: %q; notices %v", len(got), got, h.notices()) })
+	return got
 }

@@ -207,13 +207,8 @@ func (h *harness) count() int {
 // wait polls until n audit events are stored.
 func (h *harness) wait(n int) {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for h.count() < n {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out with %d of %d events stored; notices: %v", h.count(), n, h.notices())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(h.t, fmt.Sprintf("%d events stored", n), func() bool { return h.count() >= n },
+		func() string { return fmt.Sprintf("%d stored; notices: %v", h.count(), h.notices()) })
 }
 
 func (h *harness) notices() []ingest.Notice {
@@ -501,16 +496,9 @@ func TestTailReconstructs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitUntil(t, "a change reconstructed", func() bool {
 		var n int
 		r.QueryRow(`SELECT count(*) FROM changes`).Scan(&n)
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no change reconstructed in 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n > 0
+	}, nil)
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/cpid-dev/cpid"
@@ -108,19 +107,14 @@ func (s *tmuxSession) screen(escapes bool) string {
 	return s.run("capture-pane", "-p")
 }
 
-// wait polls the screen until ok says it is there, for at most 15 s.
+// wait polls the screen until ok says it is there (waitUntil: no deadline
+// but the test binary's; the screen is shown if it never comes).
 func (s *tmuxSession) wait(what string, ok func(screen string) bool) string {
 	s.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
 	var last string
-	for time.Now().Before(deadline) {
-		if last = s.screen(false); ok(last) {
-			return last
-		}
-		time.Sleep(20 * time.Millisecond) // a poll interval, not a wait for something
-	}
-	s.t.Fatalf("waited 15s for %s; the screen is:\n%s", what, last)
-	return ""
+	waitUntil(s.t, what, func() bool { last = s.screen(false); return ok(last) },
+		func() string { return "the screen is:\n" + last })
+	return last
 }
 
 // waitText waits until every text is on the screen.
@@ -142,17 +136,14 @@ func (s *tmuxSession) waitText(texts ...string) string {
 // scrolled into the history: the program leaves the cursor where it likes.
 func (s *tmuxSession) exited() string {
 	s.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	var sc string
-	for time.Now().Before(deadline) {
+	var sc, status string
+	waitUntil(s.t, "the program to exit", func() bool {
 		sc = s.run("capture-pane", "-p", "-S", "-")
-		if _, st, ok := strings.Cut(sc, "cpid-exit="); ok {
-			return strings.TrimSpace(strings.SplitN(st, "\n", 2)[0])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("the program did not exit; the screen and its history:\n%s", sc)
-	return ""
+		_, st, ok := strings.Cut(sc, "cpid-exit=")
+		status = strings.TrimSpace(strings.SplitN(st, "\n", 2)[0])
+		return ok
+	}, func() string { return "the screen and its history:\n" + sc })
+	return status
 }
 
 // sgr finds SGR escape sequences that set a color.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // dumpFile is dumpDB of the database at path, and the names of its
@@ -83,13 +82,7 @@ func TestIngestKilled(t *testing.T) {
 			}
 			before := size()
 			p := helper(t, "cpid-tui", args(db)...)
-			deadline := time.Now().Add(60 * time.Second)
-			for size()-before < 6<<20 {
-				if time.Now().After(deadline) {
-					t.Fatalf("the database never grew by 6 MB")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitUntil(t, "the database to grow by 6 MB", func() bool { return size()-before >= 6<<20 }, nil)
 			p.Process.Kill()
 			p.Wait()
 			if !existing {

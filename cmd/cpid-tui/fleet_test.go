@@ -146,12 +146,8 @@ func testFleetTailers(t *testing.T, dir, db, driver, dsn string) {
 		}
 		return true
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	got := stored()
-	for !done(got) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		got = stored()
-	}
+	var got map[string]count
+	waitUntil(t, "every cluster's rows", func() bool { got = stored(); return done(got) }, nil)
 	close(stop)
 	runs := <-reconstructs
 	for _, p := range tailers {

@@ -153,16 +153,10 @@ func startTail(t *testing.T, stderr io.Writer, args ...string) func() int {
 	return stop
 }
 
-// eventually polls cond until it holds (a deadline, not a sleep to wait
-// for something).
+// eventually polls cond until it holds (waitUntil).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, what, cond, nil)
 }
 
 func auditEvents(t *testing.T, db string) int {
