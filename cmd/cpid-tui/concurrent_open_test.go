@@ -105,10 +105,7 @@ func TestConcurrentFirstOpens(t *testing.T) {
 				}
 			}
 			// tail has read its logs when the database holds everything.
-			deadline := time.Now().Add(2 * time.Minute)
-			for rows(db) != wantRows && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
-			}
+			waitUntil(t, "every event stored", func() bool { return rows(db) == wantRows }, nil)
 			for _, p := range []proc{serve, tailer} {
 				p.Process.Signal(syscall.SIGTERM)
 				if err := p.Wait(); err != nil {

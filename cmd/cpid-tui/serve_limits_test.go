@@ -49,8 +49,7 @@ func startServe(t *testing.T, args ...string) (addr, db string, stderr *syncBuff
 			t.Logf("serve stderr (last 4 KB): %s", tail(stderr.String(), 4096))
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitUntil(t, "serve to listen on "+addr, func() bool {
 		select {
 		case code := <-done:
 			done <- code
@@ -59,18 +58,15 @@ func startServe(t *testing.T, args ...string) (addr, db string, stderr *syncBuff
 		}
 		// The probe reads until serve closes it: its connection no longer
 		// counts against --max-conns when startServe returns.
-		if c, err := net.Dial("tcp", addr); err == nil {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.(*net.TCPConn).CloseWrite()
-			c.SetReadDeadline(time.Now().Add(30 * time.Second))
 			io.Copy(io.Discard, c)
 			c.Close()
-			return addr, db, stderr
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never listened on %s", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	}, nil)
+	return addr, db, stderr
 }
 
 // eventList is an EventList body of the items, each a JSON value.

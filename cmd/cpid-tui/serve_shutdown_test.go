@@ -30,23 +30,19 @@ func TestServeShutdownStalledBody(t *testing.T) {
 	}()
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitUntil(t, "serve to listen on "+addr, func() bool {
 		resp, err := client.Get("http://" + addr + "/metrics")
 		if err == nil {
 			resp.Body.Close()
-			break
+			return true
 		}
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited with %d before listening: %s", code, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never listened on %s", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, nil)
 
 	url := "http://" + addr + "/"
 	if code, _, msg := post(t, client, url, "application/json", bytes.NewReader(eventList(goodEvents(t, 0, 5)...))); code != 200 {

@@ -102,18 +102,14 @@ func freeAddr(t *testing.T) string {
 // waitTLS polls until addr accepts a TLS handshake.
 func waitTLS(t *testing.T, addr string, conf *tls.Config) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := tls.Dial("tcp", addr, conf)
-		if err == nil {
+	var err error
+	waitUntil(t, "serve to listen on "+addr, func() bool {
+		var c *tls.Conn
+		if c, err = tls.Dial("tcp", addr, conf); err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never listened on %s: %v", addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	}, func() string { return err.Error() })
 }
 
 // dropCounter is the webhook backend, recording the auditIDs of the

@@ -113,13 +113,8 @@ type proc struct {
 // waitFor polls until the process wrote s on stderr.
 func (p proc) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(p.stderr.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%v never wrote %q; stderr: %s", p.Args, s, tail(p.stderr.String(), 2048))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, fmt.Sprintf("%v to write %q", p.Args, s), func() bool { return strings.Contains(p.stderr.String(), s) },
+		func() string { return "stderr: " + tail(p.stderr.String(), 2048) })
 }
 
 // helper starts this test binary as the helper process mode.
@@ -445,10 +440,7 @@ func torture(t *testing.T, mode, follow string, n int) (loss int64) {
 	tl := helper(t, "cpid-tui", tailArgs...)
 	tl.waitFor(t, "tail: following")
 	r := openDB(t, db)
-	deadline := time.Now().Add(90 * time.Second)
-	for countEvents(r) < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, fmt.Sprintf("%d events stored", n), func() bool { return countEvents(r) >= n }, nil)
 	tl.Process.Signal(syscall.SIGTERM)
 	if err := tl.Wait(); err != nil {
 		t.Errorf("tailer after SIGTERM: %v", err)
