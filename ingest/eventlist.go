@@ -108,6 +108,32 @@ func itemError(err error) error {
 	return err
 }
 
+// arrayElems calls fn with each element of rec, raw, when rec is one JSON
+// array (its elements are not checked: fn decodes each), and reports
+// whether it was.
+func arrayElems(rec []byte, fn func(k int, elem []byte) error) (bool, error) {
+	rec = trimSpace(rec)
+	scan := func(onItem func(int, []byte, bool) error) error {
+		s := &listStream{chunk: rec, n: len(rec), err: io.EOF, onItem: onItem}
+		c, err := s.next()
+		if err != nil || c != '[' {
+			return errNotList
+		}
+		s.i++
+		if _, _, err := s.items(nil, 0, false); err != nil {
+			return err
+		}
+		if _, err := s.next(); err == nil {
+			return errors.New("invalid JSON: data after the array")
+		}
+		return nil
+	}
+	if scan(nil) != nil {
+		return false, nil // left to the decoder, whole
+	}
+	return true, scan(func(k int, elem []byte, _ bool) error { return fn(k, elem) })
+}
+
 // errNotList ends the scan of a record that is not an EventList.
 var errNotList = errors.New("not an EventList")
 

@@ -14,7 +14,7 @@ import (
 )
 
 // TestIngestEventListItems: an EventList in a file, on one line or printed
-// over many, is decoded item by item. Its good events are stored exactly as
+// over many, and an array of envelopes' entries, are decoded item by item. Its good events are stored exactly as
 // the same events on lines of their own are (ingesting those after it adds
 // nothing); {} items are bad items, a run of them reported as one entry
 // that counts them all; an item bad on its own is a bad item at the list's
@@ -40,7 +40,16 @@ func TestIngestEventListItems(t *testing.T) {
 	if err := os.WriteFile(lines, []byte(strings.Join(good, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string][]byte{"one-line": one, "pretty": pretty.Bytes()} {
+	// The same events as an array of envelopes' entries (events, here).
+	elems := append([]string{}, good[:30]...)
+	for range 5000 {
+		elems = append(elems, "{}")
+	}
+	elems = append(elems, "1", `{"kind":"Pod"}`)
+	elems = append(elems, good[30:]...)
+	elems = append(elems, "{}", " { } ", "{}")
+	array := []byte("[" + strings.Join(elems, ",") + "]")
+	for name, body := range map[string][]byte{"one-line": one, "pretty": pretty.Bytes(), "array": array} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			in := filepath.Join(t.TempDir(), "list.json")
@@ -52,14 +61,25 @@ func TestIngestEventListItems(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, out, errOut)
 			}
-			for _, want := range []string{
+			wants := []string{
 				"60 new audit events",
 				"bad lines: 5005",
 				in + ":1: items 30 to 5029 (5000 items): not an audit event: no auditID",
 				in + ":1: item 5030: auditID: ",
 				in + `:1: item 5031: not an audit event: kind "Pod"`,
 				in + ":1: items 5062 to 5064 (3 items): not an audit event",
-			} {
+			}
+			if name == "array" {
+				wants = []string{
+					"60 new audit events",
+					"bad lines: 5005",
+					in + ":1: elements 30 to 5029 (5000 elements): ",
+					in + ":1: element 5030: ",
+					in + ":1: element 5031: ",
+					in + ":1: elements 5062 to 5064 (3 elements): ",
+				}
+			}
+			for _, want := range wants {
 				if !strings.Contains(out+errOut, want) {
 					t.Errorf("the summary lacks %q:\n%s%s", want, out, errOut)
 				}
