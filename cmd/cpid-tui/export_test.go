@@ -375,13 +375,17 @@ func nsOf(t *testing.T, n json.Number) int64 {
 // join the CPIDs as the merge DAG does (from every CPID, what the edges
 // reach is what `query related` lists); the formats agree edge for edge.
 func TestExportDAG(t *testing.T) {
+	t.Parallel()
 	bundles, _ := filepath.Glob("../../fixtures/*/bundle")
 	if len(bundles) == 0 {
 		t.Fatal("no fixtures")
 	}
 	for _, b := range bundles {
 		fixture := filepath.Base(filepath.Dir(b))
-		t.Run(fixture, func(t *testing.T) { checkExportDAG(t, b) })
+		t.Run(fixture, func(t *testing.T) {
+			t.Parallel()
+			checkExportDAG(t, b)
+		})
 	}
 }
 

@@ -333,9 +333,13 @@ func reconstructedFixture(t *testing.T, bundle string) string {
 // each real fixture with testdata/FIXTURE.timelines.golden (go test -update
 // rewrites them).
 func TestGoldenTimelines(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "rollout-interrupted",
 		"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "conflicts", "cronjob", "metadata-policy", "traced", "waits"} {
-		t.Run(f, func(t *testing.T) { goldenTimelines(t, f) })
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			goldenTimelines(t, f)
+		})
 	}
 }
 
