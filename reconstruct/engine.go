@@ -444,7 +444,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 		case ok && en.epochs[epochKey(e, start)] != nil:
 			// The process started again and took up interrupted work:
 			// the write joins the change of that start.
-			best = &cause{ref: en.epochs[epochKey(e, start)], rule: "restart"}
+			best = &cause{ref: en.epochs[epochKey(e, start)], rule: RuleRestart}
 			if why = en.explain(e, o, w.Writer.Name, best.rule, hopOf(e, best.ref), best.ref.StageNS); why.explain == cpid.ExplainUnexplained {
 				why = rx
 			}

@@ -115,6 +115,21 @@ func within(bs []Window, d time.Duration) (Window, bool) {
 	return *widest, false
 }
 
+// RuleRestart is the rule of a write that took up interrupted work after
+// its writer started again: its cause is the start, not an object of
+// Rules.
+const RuleRestart = "restart"
+
+// RuleNames are the rules a cause may be found by, which a window's Rule
+// may name: those of Rules, then RuleRestart.
+func RuleNames() []string {
+	names := make([]string, 0, len(Rules)+1)
+	for _, r := range Rules {
+		names = append(names, r.Name)
+	}
+	return append(names, RuleRestart)
+}
+
 // ParseWindow reads a window given as [RULE/]WRITER=DURATION ("kwok=10m",
 // "owner/replicaset-controller=2s", "*=3s" for every writer).
 func ParseWindow(s string) (Window, error) {

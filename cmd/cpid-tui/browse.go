@@ -47,7 +47,7 @@ func setupBrowse(c *cobra.Command, e *env) runFunc {
 			return usagef("--refresh %s: give 0 (never) or more", *refresh)
 		}
 		// Never a new empty file: browsing one would only hide a wrong path.
-		db, err := openStore(ctx, e.notices(), e.db, readOnly)
+		db, err := e.openReader(ctx)
 		if err != nil {
 			return err
 		}

@@ -37,10 +37,14 @@ func setupCompletion(c *cobra.Command, e *env) runFunc {
 	c.ValidArgs = []string{"bash", "zsh", "fish", "powershell"}
 	return func(ctx context.Context, args []string) error {
 		if len(args) != 1 {
-			return usagef("give one shell: bash, zsh, fish or powershell")
+			return usagef("give one shell: %s", strings.Join(c.ValidArgs, ", "))
+		}
+		shell, err := oneOf("shell", args[0], c.ValidArgs)
+		if err != nil {
+			return err
 		}
 		root := c.Root()
-		switch args[0] {
+		switch shell {
 		case "bash":
 			return root.GenBashCompletionV2(e.stdout, !*noDesc)
 		case "zsh":
@@ -50,13 +54,12 @@ func setupCompletion(c *cobra.Command, e *env) runFunc {
 			return root.GenZshCompletion(e.stdout)
 		case "fish":
 			return root.GenFishCompletion(e.stdout, !*noDesc)
-		case "powershell":
-			if *noDesc {
-				return root.GenPowerShellCompletion(e.stdout)
-			}
-			return root.GenPowerShellCompletionWithDesc(e.stdout)
 		}
-		return usagef("unknown shell %q: bash, zsh, fish or powershell", args[0])
+		// powershell, the last of c.ValidArgs
+		if *noDesc {
+			return root.GenPowerShellCompletion(e.stdout)
+		}
+		return root.GenPowerShellCompletionWithDesc(e.stdout)
 	}
 }
 

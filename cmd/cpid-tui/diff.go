@@ -67,7 +67,7 @@ func setupDiff(c *cobra.Command, e *env) runFunc {
 		if len(pos) != 2 {
 			return usagef("give two change ids")
 		}
-		db, err := openStore(ctx, e.notices(), e.db, readOnly)
+		db, err := e.openReader(ctx)
 		if err != nil {
 			return err
 		}

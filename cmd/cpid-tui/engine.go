@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/postgres"
 	"github.com/cpid-dev/cpid/sqlite"
 )
@@ -97,6 +99,33 @@ func openStore(ctx context.Context, w io.Writer, db string, a access) (*database
 		return nil, err
 	}
 	return &database{view: func(c string) store { return s.InCluster(c) }, clusters: s.Clusters, close: s.Close, full: sqlite.IsFull}, nil
+}
+
+// openReader opens --db for a command that only reads it, seen from
+// --cluster, which must be a cluster of the database: an unknown one is
+// an error naming those it holds, as kubectl fails on an unknown context,
+// not an empty listing that would read as "nothing happened".
+func (e *env) openReader(ctx context.Context) (*database, error) {
+	d, err := openStore(ctx, e.notices(), e.db, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	if e.cluster == "" {
+		return d, nil
+	}
+	cs, err := d.clusters(ctx)
+	if err == nil && !slices.Contains(cs, e.cluster) {
+		held := "no records, so no cluster (" + e.prog + " ingest stores some)"
+		if len(cs) > 0 {
+			held = strings.Join(cs, ", ")
+		}
+		err = fmt.Errorf("cluster %q does not exist: the database holds %s", e.cluster, tui.Printable(held))
+	}
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
 }
 
 // openForLoad opens --db for a load of records (cpid-tui ingest): a SQLite

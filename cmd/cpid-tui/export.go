@@ -71,7 +71,8 @@ Examples:
 
 func setupExport(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
-	format := fs.String("format", "otlp", "otlp, jaeger or perfetto")
+	format := new(string)
+	choiceVar(fs, format, "format", "otlp", "otlp, jaeger or perfetto", exportFormats...)
 	out := fs.StringP("output", "o", "", "write to this file; - is standard output (the default unless --otlp-endpoint is given)")
 	all := fs.Bool("all", false, "every change")
 	filter := fs.String("filter", "", "the changes whose namespace, name, kind, user or id contains this, or with a write whose object name, writer or verb does or whose HTTP code it is (as query changes)")
@@ -85,7 +86,6 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 		"keep the changes started by")
 	fs.DurationVar(&f.minDuration, "min-duration", 0, "keep the changes that took at least this long, started to last write")
 	newPusher := otlpFlags(fs)
-	c.RegisterFlagCompletionFunc("format", fixed("otlp", "jaeger", "perfetto"))
 	f.complete(c, e)
 	c.ValidArgsFunction = argChanges(e, -1)
 	return func(ctx context.Context, ids []string) error {
@@ -99,10 +99,7 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 		case *limit < 0:
 			return usage(fmt.Sprintf("--limit %d: give 0 (all) or more", *limit))
 		}
-		write, ok := writers[*format]
-		if !ok {
-			return usage(fmt.Sprintf("unknown --format %q (otlp, jaeger, perfetto)", *format))
-		}
+		write := writers[*format] // one of exportFormats (a choice)
 		pusher, err := newPusher(func(format string, a ...any) { fmt.Fprintf(e.stderr, format+"\n", a...) })
 		if err != nil {
 			return usage(err.Error())
@@ -112,7 +109,7 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 		}
 
 		db, cluster := e.db, &e.cluster
-		db0, err := openStore(ctx, e.notices(), db, readOnly)
+		db0, err := e.openReader(ctx)
 		if err != nil {
 			return err
 		}
@@ -218,6 +215,9 @@ func otlpFlags(fs *pflag.FlagSet) func(say func(format string, a ...any)) (*expo
 			}}, nil
 	}
 }
+
+// exportFormats are the values of --format, each a writer.
+var exportFormats = []string{"otlp", "jaeger", "perfetto"}
 
 // writers are the export formats.
 var writers = map[string]func(io.Writer, []export.Trace) error{

@@ -587,7 +587,7 @@ func TestExportUsage(t *testing.T) {
 	}{
 		{"nothing chosen", nil, 2, "give change IDs, --all, or filters"},
 		{"ids and --all", []string{"4a01429c", "--all"}, 2, "not both"},
-		{"unknown format", []string{"--all", "--format", "zipkin"}, 2, `unknown --format "zipkin"`},
+		{"unknown format", []string{"--all", "--format", "zipkin"}, 2, `--format "zipkin": want one of otlp, jaeger, perfetto`},
 		{"endpoint without scheme", []string{"--all", "--otlp-endpoint", "localhost:4318"}, 2, "give an http:// or https:// URL"},
 		{"header without endpoint", []string{"--all", "--otlp-header", "a=b"}, 2, "--otlp-header needs --otlp-endpoint"},
 		{"header without value", []string{"--all", "--otlp-endpoint", "http://127.0.0.1:1", "--otlp-header", "a"}, 2, "give KEY=VALUE"},

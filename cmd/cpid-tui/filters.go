@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -40,20 +39,26 @@ func (f *filters) addTime(fs *pflag.FlagSet, what string) {
 // addNamespace adds -n/--namespace and -A/--all-namespaces.
 func (f *filters) addNamespace(fs *pflag.FlagSet, usage string) {
 	fs.StringVarP(&f.namespace, "namespace", "n", "", usage)
-	fs.BoolVarP(&f.allNS, "all-namespaces", "A", false, "every namespace: the default without -n (recorded logs have no current namespace), said for kubectl's habit")
+	fs.BoolVarP(&f.allNS, "all-namespaces", "A", false, "every namespace: the default (recorded logs have no current namespace), said for kubectl's habit; with -n, -A wins, as in kubectl")
+}
+
+// ns is the namespace the filters keep: -n, or every one ("") with -A,
+// which wins over -n as in kubectl.
+func (f *filters) ns() string {
+	if f.allNS {
+		return ""
+	}
+	return f.namespace
 }
 
 // complete registers the completions of the filters' flags that c has:
-// namespaces and kinds from the database, the triggers.
+// namespaces and kinds from the database (the triggers are a choice).
 func (f *filters) complete(c *cobra.Command, e *env) {
 	if c.Flags().Lookup("namespace") != nil {
 		c.RegisterFlagCompletionFunc("namespace", completeNamespaces(e))
 	}
 	if c.Flags().Lookup("kind") != nil {
 		c.RegisterFlagCompletionFunc("kind", completeKinds(e))
-	}
-	if c.Flags().Lookup("trigger") != nil {
-		c.RegisterFlagCompletionFunc("trigger", fixed(triggerNames()...))
 	}
 }
 
@@ -62,7 +67,7 @@ func (f *filters) complete(c *cobra.Command, e *env) {
 func (f *filters) addWho(fs *pflag.FlagSet, user, writer, trigger string) {
 	fs.StringVar(&f.user, "user", "", user)
 	fs.StringVar(&f.writer, "writer", "", writer)
-	fs.StringVar(&f.trigger, "trigger", "", trigger+": "+strings.Join(triggerNames(), ", "))
+	choiceVar(fs, &f.trigger, "trigger", "", trigger+": "+strings.Join(triggerNames(), ", "), triggerNames()...)
 }
 
 // triggerNames are the values of --trigger as strings.
@@ -115,24 +120,13 @@ func parseWhen(flagName, s string, newestNS int64) (int64, error) {
 	return newestNS - int64(d), nil
 }
 
-// trig reads --trigger.
-func (f *filters) trig() (cpid.Trigger, error) {
-	t := cpid.Trigger(strings.ToLower(f.trigger))
-	if t != "" && !slices.Contains(triggers, t) {
-		return "", fmt.Errorf("--trigger %q: want one of %v", f.trigger, triggers)
-	}
-	return t, nil
-}
-
 // changeQuery adds the filters to q (query changes).
 func (f *filters) changeQuery(ctx context.Context, st cpid.ChangeReader, q *cpid.ChangeQuery) error {
 	var err error
 	if q.SinceNS, q.UntilNS, err = f.window(ctx, st); err != nil {
 		return err
 	}
-	if q.Trigger, err = f.trig(); err != nil {
-		return err
-	}
+	q.Trigger = cpid.Trigger(f.trigger) // one of triggers (a choice)
 	if f.kind != "" {
 		t, err := cpid.ParseType(f.kind)
 		if err != nil {
@@ -143,9 +137,6 @@ func (f *filters) changeQuery(ctx context.Context, st cpid.ChangeReader, q *cpid
 	if f.minDuration < 0 {
 		return fmt.Errorf("--min-duration %s: give 0 or more", f.minDuration)
 	}
-	if f.allNS && f.namespace != "" {
-		return fmt.Errorf("-A and -n %s: give one", f.namespace)
-	}
-	q.Namespace, q.User, q.Writer, q.MinDurationNS = f.namespace, f.user, f.writer, int64(f.minDuration)
+	q.Namespace, q.User, q.Writer, q.MinDurationNS = f.ns(), f.user, f.writer, int64(f.minDuration)
 	return nil
 }

@@ -39,9 +39,10 @@ them); any other type is matched by its spelling as typed and with s, es
 or y->ies added (widget/w finds widgets.example.com/w), in its group if
 given, else in any.
 
-Without -n, every namespace is searched: the default namespace is not
-assumed, since nothing in recorded logs says which namespace a kubeconfig
-would have chosen. When objects of that name exist in several namespaces
+Without -n, or with -A (which wins over -n, as in kubectl), every
+namespace is searched: the default namespace is not assumed, since
+nothing in recorded logs says which namespace a kubeconfig would have
+chosen. When objects of that name exist in several namespaces
 (sa/default), groups or clusters, the command fails listing them; pick one
 with -n, TYPE.GROUP/NAME or --cluster.
 
@@ -97,12 +98,9 @@ func setupHistory(c *cobra.Command, e *env) runFunc {
 		if o.limit < 0 {
 			return usagef("--limit %d: give 0 (all) or more", o.limit)
 		}
-		if o.filters.allNS && o.filters.namespace != "" {
-			return usagef("-A and -n %s: give one", o.filters.namespace)
-		}
 		o.format = e.format(c)
 		o.noHeaders = e.noHeaders
-		db, err := openStore(ctx, e.notices(), e.db, readOnly)
+		db, err := e.openReader(ctx)
 		if err != nil {
 			return err
 		}
@@ -124,15 +122,12 @@ type historyWrite struct {
 
 // history lists the writes of the object o names.
 func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions) error {
-	m, err := findObject(ctx, st, e.stderr, o.ref, o.filters.namespace)
+	m, err := findObject(ctx, st, e.stderr, o.ref, o.filters.ns())
 	if err != nil {
 		return err
 	}
-	q := cpid.HistoryQuery{Object: m.ObjectKey, Limit: o.limit, Writer: o.filters.writer, User: o.filters.user}
-	if q.SinceNS, q.UntilNS, err = o.filters.window(ctx, st); err == nil {
-		q.Trigger, err = o.filters.trig()
-	}
-	if err != nil {
+	q := cpid.HistoryQuery{Object: m.ObjectKey, Limit: o.limit, Writer: o.filters.writer, User: o.filters.user, Trigger: cpid.Trigger(o.filters.trigger)}
+	if q.SinceNS, q.UntilNS, err = o.filters.window(ctx, st); err != nil {
 		return usagef("%v", err)
 	}
 	ws, more, err := st.ObjectHistory(ctx, q)

@@ -243,7 +243,7 @@ func TestHistoryReferences(t *testing.T) {
 		{[]string{"web"}, 2, "want TYPE/NAME"},
 		{[]string{"deploy/web", "--since", "yesterday"}, 2, "--since \"yesterday\""},
 		{[]string{"deploy/web", "--trigger", "cosmic-ray"}, 2, "--trigger \"cosmic-ray\""},
-		{[]string{"deploy/web", "--output", "name"}, 2, `-o "name": history prints`},
+		{[]string{"deploy/web", "--output", "name"}, 2, `-o "name": want one of table, wide, json, yaml, csv`},
 	} {
 		code, _, errOut := runCmd(t, nil, append([]string{"history", "--db", db}, tc.args...)...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {

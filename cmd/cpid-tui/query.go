@@ -83,12 +83,16 @@ Examples:
 // queries are the queries of query, for help and completion.
 var queries = []string{"changes", "timeline", "spans", "related", "origins", "sli", "hops", "anomalies"}
 
+// sorts are the values of --sort.
+var sorts = []string{"time", "duration", "size"}
+
 // idQueries are the queries that take a change id or a CPID.
 var idQueries = []string{"timeline", "spans", "related", "origins"}
 
 func setupQuery(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
-	sort := fs.String("sort", "time", "changes: time, duration or size")
+	sort := new(string)
+	choiceVar(fs, sort, "sort", "time", "changes: time, duration or size", sorts...)
 	filter := fs.String("filter", "", "changes: keep those whose namespace, name, kind, user or id contains this, or with a write whose object name (a Pod it created), writer or verb (update/status) does, or whose HTTP code (409) it is")
 	limit := fs.Int("limit", 50, "changes: at most this many (0: all)")
 	change := fs.String("change", "", "sli, hops, anomalies: only this change (an id or a unique prefix)")
@@ -102,7 +106,6 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 	fs.DurationVar(&f.minDuration, "min-duration", 0, "changes: keep those that took at least this long, started to last write")
 	var windows paths
 	fs.Var(&windows, "window", "hops: a reaction window [RULE/]WRITER=DURATION before the defaults, as given to reconstruct (repeatable)")
-	c.RegisterFlagCompletionFunc("sort", fixed("time", "duration", "size"))
 	c.RegisterFlagCompletionFunc("change", completeChanges(e))
 	f.complete(c, e)
 	c.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -118,8 +121,9 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		if len(pos) == 0 {
 			return usagef("give a query: %s", strings.Join(queries, ", "))
 		}
-		if !slices.Contains(queries, pos[0]) {
-			return usagef("unknown query %q (%s)", pos[0], strings.Join(queries, ", "))
+		var err error
+		if pos[0], err = oneOf("query", pos[0], queries); err != nil {
+			return err
 		}
 		if *limit < 0 {
 			return usagef("--limit %d: give 0 (all) or more", *limit)
@@ -135,7 +139,16 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		if len(pos) != want+1 {
 			return usagef("query %s takes %s", pos[0], tui.Plural(want, "argument"))
 		}
-		db0, err := openStore(ctx, e.notices(), e.db, readOnly)
+		// The windows given, before the defaults.
+		ws := slices.Clone(reconstruct.DefaultWindows)
+		for i := len(windows) - 1; i >= 0; i-- {
+			win, err := readWindow(windows[i])
+			if err != nil {
+				return err
+			}
+			ws = append([]reconstruct.Window{win}, ws...)
+		}
+		db0, err := e.openReader(ctx)
 		if err != nil {
 			return err
 		}
@@ -174,14 +187,6 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 			return querySLI(ctx, e, c, st, *change)
 		case "anomalies":
 			return q.anomalies(ctx, *change)
-		}
-		ws := slices.Clone(reconstruct.DefaultWindows)
-		for i := len(windows) - 1; i >= 0; i-- {
-			win, err := reconstruct.ParseWindow(windows[i])
-			if err != nil {
-				return usagef("%v", err)
-			}
-			ws = append([]reconstruct.Window{win}, ws...)
 		}
 		return queryHops(ctx, e, c, st, *change, ws)
 	}

@@ -49,9 +49,9 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 		}
 		opt := runOptions(*full, 0)
 		for _, w := range windows {
-			win, err := reconstruct.ParseWindow(w)
+			win, err := readWindow(w)
 			if err != nil {
-				return usagef("%v", err)
+				return err
 			}
 			opt.Windows = append(opt.Windows, win)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -41,14 +42,17 @@ unique prefix of one) as a document to hand around:
   every write      the timeline as cpid-tui query timeline shows it
   log lines        its controllers' log lines
 
---format html (the default, or when FILE ends in .html) is one file with
-its styles and the chart inline: no script, no font, nothing fetched, so it
-opens the same offline, in a mail attachment or a ticket. It reads well on a
-phone: the chart scrolls sideways.
+--format html (the default, or FILE ending in .html or .htm) is one file
+with its styles and the chart inline: no script, no font, nothing fetched,
+so it opens the same offline, in a mail attachment or a ticket. It reads
+well on a phone: the chart scrolls sideways.
 
---format md (or FILE ending in .md) is Markdown with GitHub's tables; the
-chart goes beside it as FILE's name with .timeline.svg (Markdown viewers
-show an image file, not inline SVG); to stdout there is no chart.
+--format md (or FILE ending in .md or .markdown) is Markdown with GitHub's
+tables; the chart goes beside it as FILE's name with .timeline.svg
+(Markdown viewers show an image file, not inline SVG); to stdout there is
+no chart. Without --format, a FILE with any other extension (report.pdf)
+is a usage error rather than HTML under a name that says otherwise; with
+it, any name is written.
 
 Strings from the logs are shown without control characters or escape
 sequences, escaped for HTML or Markdown. The database is opened read-only.
@@ -61,25 +65,19 @@ Examples:
 
 func setupReport(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
-	format := fs.String("format", "", "html or md (default: from FILE's extension, else html)")
-	out := fs.StringP("output", "o", "-", "the file to write (- for stdout); with --format md the chart goes beside it")
-	c.RegisterFlagCompletionFunc("format", fixed("html", "md"))
+	format := new(string)
+	choiceVar(fs, format, "format", "", "html or md (default: from FILE's extension, "+strings.Join(reportExts, ", ")+", else html)", "html", "md")
+	out := fs.StringP("output", "o", "-", "the file to write (- for stdout), ending in "+strings.Join(reportExts, ", ")+" unless --format is given; with --format md the chart goes beside it")
 	c.ValidArgsFunction = argChanges(e, 1)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 1 {
 			return usagef("give one change id")
 		}
-		f := *format
-		if f == "" {
-			f = "html"
-			if ext := strings.ToLower(filepath.Ext(*out)); ext == ".md" || ext == ".markdown" {
-				f = "md"
-			}
+		f, err := reportFormat(*format, *out)
+		if err != nil {
+			return err
 		}
-		if f != "html" && f != "md" {
-			return usagef("--format %q: give html or md", f)
-		}
-		db, err := openStore(ctx, e.notices(), e.db, readOnly)
+		db, err := e.openReader(ctx)
 		if err != nil {
 			return err
 		}
@@ -125,6 +123,28 @@ func setupReport(c *cobra.Command, e *env) runFunc {
 			e.prog, *out, also, id, tui.Plural(len(r.Writes), "write"), tui.Plural(len(r.Lanes), "writer"), len(r.Critical))
 		return nil
 	}
+}
+
+// reportExts are the extensions of the files report writes without
+// --format: HTML, then Markdown.
+var reportExts = []string{".html", ".htm", ".md", ".markdown"}
+
+// reportFormat is the format of the report written to out: --format,
+// else out's extension (HTML without one); another extension is a usage
+// error, not an HTML page in a file named .pdf.
+func reportFormat(format, out string) (string, error) {
+	ext := filepath.Ext(out)
+	if format != "" || out == "-" || ext == "" {
+		return cmp.Or(format, "html"), nil
+	}
+	ext, err := oneOf(fmt.Sprintf("-o %s: extension", out), ext, reportExts)
+	if err != nil {
+		return "", usagef("%v (or give --format html or md to write FILE whatever its name)", err)
+	}
+	if ext == ".md" || ext == ".markdown" {
+		return "md", nil
+	}
+	return "html", nil
 }
 
 // writeFile writes path through fill, whole or not at all: into a

@@ -390,7 +390,7 @@ func TestReportUsage(t *testing.T) {
 	}{
 		{"no id", []string{"report", "--db", db}, 2, "Usage: cpid-tui report"},
 		{"two ids", []string{"report", "--db", db, "a", "b"}, 2, "Usage: cpid-tui report"},
-		{"format", []string{"report", "--db", db, "--format", "pdf", "1e84d899"}, 2, `--format "pdf": give html or md`},
+		{"format", []string{"report", "--db", db, "--format", "pdf", "1e84d899"}, 2, `--format "pdf": want one of html, md`},
 		{"unknown change", []string{"report", "--db", db, "ffffffff"}, 1, "query changes lists them"},
 		{"help", []string{"report", "-h"}, 0, "nothing fetched"},
 	} {

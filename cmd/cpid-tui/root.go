@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -145,10 +144,14 @@ nanoseconds and *_time RFC 3339), csv (RFC 4180 data: raw values, the same
 columns as json, stable whatever the rows), name (ids, one a line).
 
 Exit codes: 0 success; 1 failure (nothing or not everything done; an input
-of which no line could be read is a failure); 2 usage error; 3 the input had
-bad lines, which were reported and skipped (only with ingest --strict:
-without it bad lines are reported and the exit code is 0, so scripts that
-ingest a live log's truncated last line go on).
+of which no line could be read is a failure, and so is a --cluster the
+database does not hold); 2 usage error (a command, flag or argument
+missing or unknown, or a value outside those a flag takes: -o, --sort,
+--trigger, --format, a --window rule, a report file's extension; the error
+lists what it takes); 3 the input had bad lines, which were reported and
+skipped (only with ingest --strict: without it bad lines are reported and
+the exit code is 0, so scripts that ingest a live log's truncated last
+line go on).
 
 Installed as kubectl-cpid on the PATH, it is the kubectl plugin
 'kubectl cpid' (make install does both). Shell completion: see
@@ -191,14 +194,22 @@ func newRoot(e *env) *cobra.Command {
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usagef("%v", err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// A choice flag's refusal says it all (oneOf); pflag's wrapping
+		// would say the value twice.
+		var u usageError
+		if errors.As(err, &u) {
+			return u
+		}
+		return usagef("%v", err)
+	})
 	pf := root.PersistentFlags()
 	def := os.Getenv("CPID_DB")
 	if def == "" {
 		def = "cpid.db"
 	}
 	pf.StringVar(&e.db, "db", def, "the database: a SQLite file (commands that write create it with mode 0600; reading ones never create or migrate it) or a postgres://USER@HOST/DB URL (env CPID_DB)")
-	pf.StringVar(&e.cluster, "cluster", "", `the cluster: ingest, tail and serve store records under it (default "default"); reading commands show only its changes (default: every cluster in the database)`)
+	pf.StringVar(&e.cluster, "cluster", "", `the cluster: ingest, tail and serve store records under it (default "default"); reading commands show only its changes (default: every cluster in the database; one it does not hold is an error naming those it does)`)
 	pf.StringVarP(&e.output, "output", "o", "", "output format: table, wide, json, yaml, csv or name (each command says which it prints)")
 	pf.BoolVar(&e.noHeaders, "no-headers", false, "table, wide and csv without their header line")
 	pf.BoolVarP(&e.quiet, "quiet", "q", false, "print only errors and warnings: no progress, summaries or hints")
@@ -235,6 +246,7 @@ func build(c command, e *env) *cobra.Command {
 		cc.GroupID = "other"
 	}
 	fn := c.setup(cc, e)
+	completeChoices(cc)
 	cc.RunE = func(cc *cobra.Command, args []string) error {
 		return fn(cc.Context(), args)
 	}
@@ -270,16 +282,19 @@ func formatsOf(c *cobra.Command) []string {
 	return nil
 }
 
-// checkOutput refuses an -o the command does not print.
+// checkOutput refuses an -o the command does not print, and spells the
+// one it prints as the command does.
 func checkOutput(c *cobra.Command, e *env) error {
-	fs := formatsOf(c)
-	if e.output != "" && !slices.Contains(fs, e.output) {
-		if len(fs) == 0 {
-			return usagef("%s prints no listing: it takes no -o/--output", c.Name())
-		}
-		return usagef("-o %q: %s prints %s", e.output, c.Name(), strings.Join(fs, ", "))
+	if e.output == "" {
+		return nil
 	}
-	return nil
+	fs := formatsOf(c)
+	if len(fs) == 0 {
+		return usagef("%s prints no listing: it takes no -o/--output", c.Name())
+	}
+	var err error
+	e.output, err = oneOf("-o", e.output, fs)
+	return err
 }
 
 // format is the -o of the command: the one given, else its default.
