@@ -60,6 +60,10 @@ type Tailer struct {
 	// batch is ready, then waits for the store.
 	Full       func(error) bool
 	RetryEvery time.Duration
+	// Down, when set, reports a store error of a database server that
+	// went away (it crashed, restarts, cannot be reached): waited out as
+	// Full is, with a notice that says the error only.
+	Down func(error) bool
 }
 
 // redaction is the tailer's Redaction or the default.
@@ -175,8 +179,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 	return r.storeErr
 }
 
-// write stores a batch, trying again while the store is full (Full) and
-// ctx lasts: nothing read is dropped, and the tailer outlives a full disk.
+// write stores a batch, trying again while the store is full (Full) or its
+// server is away (Down), and ctx lasts: nothing read is dropped, and the
+// tailer outlives a full disk and a database server's crash.
 func (t *Tailer) write(ctx, wctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	every := t.RetryEvery
 	if every <= 0 {
@@ -184,14 +189,19 @@ func (t *Tailer) write(ctx, wctx context.Context, b *cpid.Batch) (cpid.Written, 
 	}
 	for waited := false; ; waited = true {
 		n, err := t.Sink.Write(wctx, b)
-		if err == nil || t.Full == nil || !t.Full(err) {
+		full := err != nil && t.Full != nil && t.Full(err)
+		if err == nil || !full && (t.Down == nil || !t.Down(err)) {
 			if err == nil && waited && t.Notice != nil {
 				t.Notice(Notice{Name: "store", Reason: "stored again after waiting"})
 			}
 			return n, err
 		}
 		if !waited && t.Notice != nil {
-			t.Notice(Notice{Name: "store", Reason: fmt.Sprintf("%v: full, trying again every %s (free some space; Ctrl-C gives up)", err, every)})
+			why := fmt.Sprintf("%v: trying again every %s (Ctrl-C gives up)", err, every)
+			if full {
+				why = fmt.Sprintf("%v: full, trying again every %s (free some space; Ctrl-C gives up)", err, every)
+			}
+			t.Notice(Notice{Name: "store", Reason: why})
 		}
 		tm := time.NewTimer(every)
 		select {

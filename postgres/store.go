@@ -10,7 +10,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"strings"
 	"syscall"
 	"time"
@@ -245,4 +247,35 @@ func IsFull(err error) bool {
 		return true
 	}
 	return errors.Is(err, syscall.ENOSPC)
+}
+
+// IsDown reports an error of a server that went away: it closed the
+// connection (it crashed, or a PANIC on a full WAL disk stopped it, or it
+// was shut down or restarted), or cannot be reached, or is still starting
+// up. A writer may wait and try again. An error the server sent about the
+// request itself is not one.
+func IsDown(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// admin_shutdown, crash_shutdown, cannot_connect_now; connection
+		// exceptions.
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || strings.HasPrefix(pe.Code, "08")
+	}
+	var ne *net.OpError
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// explainDown says what an error of a server that went away (IsDown) means
+// for a write, in words a user can act on; other errors are returned as
+// they are.
+func explainDown(err error) error {
+	if err == nil || !IsDown(err) {
+		return err
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("the PostgreSQL server is not reachable (it may be down, or starting again after a crash: check its log; a full disk stops it): %w", err)
+	}
+	return fmt.Errorf("the PostgreSQL server closed the connection during the write (it may have crashed: check its log; a full disk stops it): %w", err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/postgres/pgtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -149,5 +150,50 @@ func TestNewerSchemaRefused(t *testing.T) {
 	s.Close()
 	if _, err := Open(ctx, dsn); err == nil || !strings.Contains(err.Error(), "newer than this cpid-tui knows") {
 		t.Errorf("Open of a newer schema: %v", err)
+	}
+}
+
+// TestIsDown: the errors of a server that went away (its connection closed
+// under a query, a connection refused) are IsDown and said in words; an
+// error about the request itself, or a database that does not exist, is
+// not: waiting would not cure it.
+func TestIsDown(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.StartTest(t)
+	dsn, err := srv.CreateDatabase(ctx, "cpid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, bad := conn.Exec(ctx, `SELECT * FROM no_such_table`)
+	_, noDB := pgx.Connect(ctx, srv.DSN("no_such_database"))
+	srv.Kill()
+	_, closed := conn.Exec(ctx, `SELECT 1`)
+	_, refused := pgx.Connect(ctx, dsn)
+	for _, c := range []struct {
+		name string
+		err  error
+		down bool
+		says string
+	}{
+		{"a query's error", bad, false, ""},
+		{"a database that does not exist", noDB, false, ""},
+		{"the connection closed under a query", closed, true, "the PostgreSQL server closed the connection during the write (it may have crashed: check its log; a full disk stops it)"},
+		{"a connection refused", refused, true, "the PostgreSQL server is not reachable (it may be down, or starting again after a crash: check its log; a full disk stops it)"},
+	} {
+		if c.err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		if IsDown(c.err) != c.down {
+			t.Errorf("%s: IsDown(%v) = %v, want %v", c.name, c.err, !c.down, c.down)
+		}
+		if got := explainDown(c.err).Error(); c.down && !strings.HasPrefix(got, c.says) || !c.down && got != c.err.Error() {
+			t.Errorf("%s: said %q", c.name, got)
+		}
 	}
 }

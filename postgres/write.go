@@ -197,7 +197,9 @@ func flag(b bool) int64 {
 
 // retry runs fn in a transaction, again when the server ended it for a
 // deadlock or a serialization failure: writers storing the same records at
-// once (a bundle ingested twice in parallel) wait on each other's keys.
+// once (a bundle ingested twice in parallel) wait on each other's keys. A
+// server that went away is said in words (explainDown); the caller may
+// wait and try again (IsDown).
 func (s *Store) retry(ctx context.Context, fn func(pgx.Tx) error) error {
 	for i := 0; ; i++ {
 		err := pgx.BeginFunc(ctx, s.pool, fn)
@@ -205,6 +207,6 @@ func (s *Store) retry(ctx context.Context, fn func(pgx.Tx) error) error {
 		if i < 5 && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
 			continue
 		}
-		return err
+		return explainDown(err)
 	}
 }

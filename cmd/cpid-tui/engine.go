@@ -30,8 +30,9 @@ type database struct {
 	view     func(cluster string) store
 	clusters func(ctx context.Context) ([]string, error)
 	close    func() error
-	// full reports a store error that waiting may cure (a full disk).
-	full func(error) bool
+	// full reports a store error that waiting may cure (a full disk);
+	// down one of a database server that went away (nil: none can).
+	full, down func(error) bool
 	// finish and abandon end a bulk load (openForLoad); nil otherwise.
 	finish  func(context.Context) (cpid.Written, error)
 	abandon func() error
@@ -81,7 +82,8 @@ func openStore(ctx context.Context, w io.Writer, db string, a access) (*database
 		if err != nil {
 			return nil, err
 		}
-		return &database{view: func(c string) store { return p.InCluster(c) }, clusters: p.Clusters, close: p.Close, full: postgres.IsFull}, nil
+		return &database{view: func(c string) store { return p.InCluster(c) }, clusters: p.Clusters, close: p.Close, full: postgres.IsFull,
+			down: postgres.IsDown}, nil
 	}
 	if fi, err := os.Lstat(db); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(db)

@@ -1,9 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cpid-dev/cpid/postgres/pgtest"
 )
@@ -69,3 +78,96 @@ func TestPostgresCLI(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestPostgresServerLost: when the PostgreSQL server dies in the middle of
+// a write (a crash; a PANIC on a full WAL disk), tail says what happened
+// in words a user can act on, keeps what it stored and what it read, tries
+// the batch again until the server is back, and stores it once; serve
+// answers 500 meanwhile, saying the same, and stores the retried post.
+// Before, tail exited 1 saying "store: unexpected EOF".
+func TestPostgresServerLost(t *testing.T) {
+	srv := pgtest.StartTest(t, "synchronous_commit=on") // a commit acknowledged survives the crash
+	ctx := context.Background()
+	dsn, err := srv.CreateDatabase(ctx, "cpid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return -1
+		}
+		defer conn.Close(ctx)
+		var n int
+		if conn.QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&n) != nil {
+			return -1
+		}
+		return n
+	}
+	defer func(e time.Duration) { tailRetryEvery = e }(tailRetryEvery)
+	tailRetryEvery = 10 * time.Millisecond
+	log := filepath.Join(t.TempDir(), "audit.log")
+	writeLines(t, log, userCreate(1))
+	var stderr lockedBuffer
+	stop := startTail(t, &stderr, "--db", dsn, "--audit-log", log)
+	defer func() {
+		if t.Failed() {
+			t.Logf("tail's stderr:\n%s", stderr.String())
+		}
+	}()
+	eventually(t, "the first event stored", func() bool { return count() == 1 })
+	addr, _, serveErr := startServe(t, "--db", dsn)
+
+	// The next write waits for a lock the test holds, so that the server
+	// dies in the middle of it.
+	lock, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close(ctx)
+	if _, err := lock.Exec(ctx, `BEGIN; LOCK TABLE audit_events IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, userCreate(2))
+	f.Close()
+	eventually(t, "tail's write waiting for the lock", func() bool {
+		var n int
+		lock.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = 'cpid'`).Scan(&n)
+		return n == 1
+	})
+	srv.Kill()
+	const said = "the PostgreSQL server closed the connection during the write (it may have crashed: check its log; a full disk stops it)"
+	eventually(t, "tail saying the server closed the connection", func() bool {
+		return strings.Contains(stderr.String(), said) && strings.Contains(stderr.String(), "trying again every 10ms")
+	})
+
+	// serve, meanwhile, answers 500 and says why; the post is retried.
+	body := eventList(goodEvents(t, 0, 1)...)
+	if code, _, msg := post(t, http.DefaultClient, "http://"+addr+"/", "application/json", bytes.NewReader(body)); code != 500 {
+		t.Errorf("a post while the server is down: %d %q, want 500", code, msg)
+	}
+	if s := serveErr.String(); !strings.Contains(s, "the PostgreSQL server") || !strings.Contains(s, "check its log; a full disk stops it") {
+		t.Errorf("serve's stderr does not say what happened:\n%s", s)
+	}
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "tail's batch stored once the server is back", func() bool { return count() == 2 })
+	if code, _, msg := post(t, http.DefaultClient, "http://"+addr+"/", "application/json", bytes.NewReader(body)); code != 200 {
+		t.Errorf("the post again, the server back: %d %q, want 200", code, msg)
+	}
+	if n := count(); n != 3 {
+		t.Errorf("%d events stored, want 3: the first, the one tail read during the crash, the one posted", n)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("tail exit %d:\n%s", code, stderr.String())
+	}
+	if s := stderr.String(); !strings.Contains(s, "stored again after waiting") || strings.Count(s, "trying again") != 1 {
+		t.Errorf("tail's stderr:\n%s\nwant the lost server said once, and the recovery", s)
+	}
+}

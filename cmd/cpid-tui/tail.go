@@ -38,7 +38,8 @@ func (p *paths) Type() string       { return "strings" }
 // a test can make the real store report a full disk).
 var tailSink = func(st store) cpid.RecordWriter { return st }
 
-// tailRetryEvery is how often a full store is tried again.
+// tailRetryEvery is how often a full store, or one whose server went
+// away, is tried again.
 var tailRetryEvery = 5 * time.Second
 
 const tailHelp = `
@@ -52,7 +53,8 @@ follows rotation by rename with asynchronous gzip and pruning of backups
 that appear later, and backups rotated away before they were read (read
 oldest first). A last line is stored only once its newline is written.
 A log or pattern with no file yet is waited for (said once on stderr). A
-full disk is waited out: the batch is tried again every 5s, with a
+full disk, and a PostgreSQL server that went away (a crash; a PANIC on a
+full WAL disk), are waited out: the batch is tried again every 5s, with a
 message, and nothing read is lost.
 
 Where it stands in each log (the file, by a fingerprint of its content, and
@@ -143,6 +145,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 		t := &ingest.Tailer{
 			Sink:       tailSink(st),
 			Full:       db0.full,
+			Down:       db0.down,
 			RetryEvery: tailRetryEvery,
 			Paths:      append(audit, controller...),
 			Resume:     resume,

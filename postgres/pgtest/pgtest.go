@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,9 +32,11 @@ import (
 
 // Server is a running throwaway server.
 type Server struct {
-	dir  string // data directory, socket and log inside
-	cmd  *exec.Cmd
-	base string // DSN of the postgres database
+	dir      string // data directory, socket and log inside
+	bin      string // of the server's binaries
+	settings []string
+	cmd      *exec.Cmd
+	base     string // DSN of the postgres database
 }
 
 var (
@@ -119,53 +122,145 @@ func Start(settings ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, bin: bin, settings: settings}
 	cred, err := credential(dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "cpid", "--auth=trust", "-E", "UTF8",
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "cpid", "--auth=trust", "-E", "UTF8",
 		"--locale=C", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
+	s.base = s.DSN("postgres")
+	if err := s.start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	return s, nil
+}
+
+// StartTest starts a server of the test's own (Start), stopped when the
+// test ends: for a test that stops or kills it. Without PostgreSQL the
+// test is skipped, or fails when CI is set, as with NewDatabase.
+func StartTest(tb testing.TB, settings ...string) *Server {
+	tb.Helper()
+	s, err := Start(settings...)
+	if err != nil {
+		if errors.Is(err, errNotInstalled) && os.Getenv("CI") == "" {
+			tb.Skipf("PostgreSQL tests skipped: %v", err)
+		}
+		tb.Fatalf("PostgreSQL: %v", err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// start runs the server on the data directory and waits until it accepts
+// connections.
+func (s *Server) start() error {
+	cred, err := credential(s.dir)
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
 	defer logf.Close()
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-k", s.dir, "-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
-	for _, kv := range settings {
+	for _, kv := range s.settings {
 		s.cmd.Args = append(s.cmd.Args, "-c", kv)
 	}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return err
 	}
-	s.base = s.DSN("postgres")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		conn, err := pgx.Connect(context.Background(), s.base)
 		if err == nil {
 			conn.Close(context.Background())
-			return s, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			s.Stop()
-			return nil, fmt.Errorf("server did not start: %v\n%s", err, log)
+			log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+			s.kill()
+			return fmt.Errorf("server did not start: %v\n%s", err, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Kill kills the server and every process of it at once (SIGKILL), as a
+// crash would: its clients' connections end in the middle of whatever they
+// were doing. Restart starts it again. (The backends run in sessions of
+// their own: they are found by their parent.)
+func (s *Server) Kill() {
+	s.kill()
+}
+
+func (s *Server) kill() {
+	if s.cmd == nil || s.cmd.Process == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	kids := children(s.cmd.Process.Pid)
+	s.cmd.Process.Kill()
+	for _, pid := range kids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	s.cmd.Wait()
+	// Until they are gone, the old backends hold the shared memory a
+	// restart needs.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		alive := false
+		for _, pid := range kids {
+			alive = alive || running(pid)
+		}
+		if !alive {
+			return
+		}
+	}
+}
+
+// children are the processes whose parent is pid (from /proc).
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			if kid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+				out = append(out, kid)
+			}
+		}
+	}
+	return out
+}
+
+// running reports whether process pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// Restart starts a killed server again on its data directory (it
+// recovers from its write-ahead log first).
+func (s *Server) Restart() error { return s.start() }
 
 // credential is nil, or when running as root the unprivileged user the
 // server runs as, the directory handed to it.
@@ -226,7 +321,7 @@ func (s *Server) DSN(db string) string {
 
 // Stop stops the server and removes its directory.
 func (s *Server) Stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
+	if s.cmd != nil && s.cmd.Process != nil && s.cmd.ProcessState == nil {
 		s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
 		done := make(chan struct{})
 		go func() { s.cmd.Wait(); close(done) }()
