@@ -79,6 +79,11 @@ type LogRecord struct {
 	// Fields is every key/value of the line as one JSON object, including the
 	// ones extracted above.
 	Fields json.RawMessage
+	// Program is the program that wrote the record (kube-scheduler, kwok),
+	// as the name of its log or stream tells, or else its caller's path;
+	// "" when none does. It is not stored: the ingest summary counts
+	// records by it.
+	Program string
 }
 
 // Pos is where a record came from: a file (or bundle member) and a 1-based line.

@@ -57,8 +57,10 @@ type Summary struct {
 	Events    map[StageLevel]int // decoded audit events
 	// Bodies counts, per resource of cpid.BodiedResources, the completed
 	// writes audited with bodies [0] and without (Metadata level) [1].
-	Bodies     map[string]*[2]int
-	Components map[string]int // decoded log records by component
+	Bodies map[string]*[2]int
+	// Components counts the decoded log records by the program that
+	// wrote them and their component within it.
+	Components map[Origin]int
 	Written    cpid.Written
 	Redacted   int // events a credential was removed from
 	Bad        int
@@ -66,6 +68,23 @@ type Summary struct {
 	Notices    []Notice
 	// ReadErrors are inputs that could not be read, or not to their end.
 	ReadErrors []error
+	// Empty are the inputs of which nothing was read, although nothing
+	// failed (those are in ReadErrors), in the order given.
+	Empty []Empty
+}
+
+// Origin is who wrote a log record: the program (LogRecord.Program, ""
+// when unknown) and, within it, the component (the logger, or the
+// caller's source file).
+type Origin struct{ Program, Component string }
+
+// Empty is an input (a path given to Run) of which nothing was read: none
+// of its files held a record or a bad line, or it had no file to read.
+type Empty struct {
+	Input string
+	// Files is how many files it had to read, all empty or blank;
+	// Skipped how many it had that are not logs (Notice.NotLog).
+	Files, Skipped int
 }
 
 // StageLevel keys the audit event counts.
@@ -92,7 +111,7 @@ const fileBadKept = 3
 // not be read are in Summary.ReadErrors.
 func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	start := time.Now()
-	sum := &Summary{Events: map[StageLevel]int{}, Components: map[string]int{}, Bodies: map[string]*[2]int{}}
+	sum := &Summary{Events: map[StageLevel]int{}, Components: map[Origin]int{}, Bodies: map[string]*[2]int{}}
 	keep := in.KeepBad
 	if keep == 0 {
 		keep = 20
@@ -115,15 +134,26 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 
 	// Each path on its own, to know which input each file belongs to.
 	var files []inputFile
-	for _, p := range paths {
+	skipped := make([]int, len(paths))
+	failed := map[string]bool{} // inputs that could not be read, or not all
+	for i, p := range paths {
+		before := len(sum.Notices)
 		fs, err := w.Files([]string{p})
 		if err != nil {
 			sum.ReadErrors = append(sum.ReadErrors, err)
+			failed[p] = true
+		}
+		for _, n := range sum.Notices[before:] {
+			if n.NotLog {
+				skipped[i]++
+			}
 		}
 		for _, f := range fs {
 			files = append(files, inputFile{name: f, input: p})
 		}
 	}
+	walked := len(sum.Notices) // the notices after these are the readers'
+
 	var total int64
 	for _, f := range files {
 		total += fileSize(f.name)
@@ -218,6 +248,7 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 			}
 			if job.err != nil {
 				sum.ReadErrors = append(sum.ReadErrors, fmt.Errorf("%s: %w", job.name, job.err))
+				failed[job.input] = true
 			}
 		}
 		flush()
@@ -247,7 +278,50 @@ func (in *Ingester) Run(ctx context.Context, paths []string) (*Summary, error) {
 	if derr != nil && !errors.Is(derr, context.Canceled) {
 		return sum, derr
 	}
-	return sum, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return sum, err
+	}
+	sum.Empty = emptyInputs(paths, skipped, failed, sum.Files, sum.Notices[walked:])
+	return sum, nil
+}
+
+// emptyInputs returns the inputs of which nothing was read, and none
+// failed: an empty file or directory, a directory of notes, blank lines.
+// skipped counts the files each path had that are not logs, found by
+// walking it; those of a bundle are among notices, named FILE!MEMBER.
+func emptyInputs(paths []string, skipped []int, failed map[string]bool, files []FileStats, notices []Notice) []Empty {
+	read := map[string]bool{}
+	count := map[string]int{}
+	inputOf := map[string]string{}
+	for _, f := range files {
+		count[f.Input]++
+		inputOf[f.Name] = f.Input
+		if f.Audits+f.Logs+f.Bad > 0 {
+			read[f.Input] = true
+		}
+	}
+	members := map[string]int{}
+	for _, n := range notices {
+		if !n.NotLog {
+			continue
+		}
+		for i := range len(n.Name) {
+			if n.Name[i] != '!' {
+				continue
+			}
+			if in, ok := inputOf[n.Name[:i]]; ok {
+				members[in]++
+				break
+			}
+		}
+	}
+	var out []Empty
+	for i, p := range paths {
+		if !read[p] && !failed[p] {
+			out = append(out, Empty{Input: p, Files: count[p], Skipped: skipped[i] + members[p]})
+		}
+	}
+	return out
 }
 
 // inputFile is a file to read and the path given to Run it was found under.
@@ -343,7 +417,7 @@ func (in *Ingester) collect(c *chunk, fs *FileStats, sum *Summary, keep int, emi
 	for i := range c.logs {
 		l := &c.logs[i]
 		fs.Logs++
-		sum.Components[l.Component]++
+		sum.Components[Origin{l.Program, l.Component}]++
 		if !emit(nil, l) {
 			return false
 		}

@@ -66,6 +66,7 @@ func decodeAt(line []byte, li lineInfo, red *Redaction, owned bool) (audits []cp
 		if err != nil {
 			return nil, nil, FormatKlogText, err
 		}
+		r.Program = program(li.component, r.Component)
 		return nil, []cpid.LogRecord{r}, FormatKlogText, nil
 	}
 	if line[0] == '[' && li.level == 0 {
@@ -101,6 +102,7 @@ func decodeAt(line []byte, li lineInfo, red *Redaction, owned bool) (audits []cp
 	if err != nil {
 		return nil, nil, f, err
 	}
+	r.Program = program(li.component, r.Component)
 	return nil, []cpid.LogRecord{r}, f, nil
 }
 

@@ -91,6 +91,10 @@ type Stream struct {
 type Notice struct {
 	Name   string
 	Reason string
+	// NotLog is set for a file skipped as clearly not a log (a note, a
+	// script, a table found beside the logs), which would be read if
+	// named on its own.
+	NotLog bool
 }
 
 func (n Notice) String() string { return n.Name + ": " + n.Reason }
@@ -119,8 +123,10 @@ type Walker struct {
 
 // Files expands paths into the files to read, in reading order: directories
 // recursively; in each directory the rotated backups of a log before the log
-// itself, oldest first by the time (or number) in their names. "-" stands for
-// standard input. It fails when a path cannot be read at all.
+// itself, oldest first by the time (or number) in their names. A file found
+// in a directory that is clearly not a log (notes, scripts, tables: notLog)
+// is skipped and told to Notice; a file named in paths never is. "-" stands
+// for standard input. It fails when a path cannot be read at all.
 func (w *Walker) Files(paths []string) ([]string, error) {
 	var out []string
 	var errs []error
@@ -151,12 +157,16 @@ func (w *Walker) Files(paths []string) ([]string, error) {
 			case d.IsDir():
 				return nil
 			case d.Type().IsRegular():
-				files = append(files, fp)
+				if !w.skipNotLog(fp, nil) {
+					files = append(files, fp)
+				}
 			case d.Type()&fs.ModeSymlink != 0:
 				// Follow links to files (kubelet's /var/log/containers
 				// are links), never to directories: no loops.
 				if t, err := os.Stat(fp); err == nil && t.Mode().IsRegular() {
-					files = append(files, fp)
+					if !w.skipNotLog(fp, nil) {
+						files = append(files, fp)
+					}
 				} else {
 					w.notice(fp, "symbolic link to something other than a file: skipped")
 				}
@@ -310,6 +320,17 @@ func (w *Walker) read(ctx context.Context, name string, r io.Reader, mod time.Ti
 			return nil
 		}
 		return w.readTar(ctx, name, br, fn, gz, b)
+	}
+	if inTar && !logName(name) {
+		// A member is found, not named: notes and scripts packed with
+		// the logs are skipped, as in a directory.
+		h, _ := br.Peek(sniffBytes)
+		if h == nil {
+			h = []byte{}
+		}
+		if w.skipNotLog(name, h) {
+			return nil
+		}
 	}
 	// Binary content is found line by line (a NUL byte makes a bad
 	// line), not from the head, so that a stray NUL does not hide the

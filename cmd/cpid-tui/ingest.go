@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -62,6 +63,9 @@ A PATH is a file, a directory (read recursively; rotated backups such as
 audit-2006-01-02T15-04-05.000.log.gz are read oldest first, the live file
 last), a .gz file, a .tar.gz/.tgz bundle (read as a stream, never extracted),
 or - for standard input. Compression and tar are recognised by content.
+Notes, scripts and tables found in a directory or bundle (*.md, *.sh,
+*.tsv..., or a first line of #!, # or tab-separated columns) are not logs:
+they are skipped and listed as such; a file given as a PATH is always read.
 
 Ingesting the same input twice changes nothing: exact duplicate events
 collapse, distinct events sharing an auditID are all kept. Credentials are
@@ -72,10 +76,12 @@ annotations are removed before anything is written (--redact adds custom
 resources; docs/SECURITY.md). A bad line is reported with file:line and
 skipped; the exit code is 0 when the rest was stored, 1 when an input could
 not be read at all or none of its lines could be decoded (everything else is
-still stored), and with --strict 3 when lines were skipped (the rest stored).
-Without --strict bad lines do not change the exit code: a log copied while
-it was written ends in a truncated line, and a script that ingests it
-should go on. -q prints nothing but the bad lines and errors.
+still stored) or when nothing at all was read (an empty file or directory:
+only a warning beside inputs that were read), and with --strict 3 when lines
+were skipped (the rest stored). Without --strict bad lines do not change
+the exit code: a log copied while it was written ends in a truncated line,
+and a script that ingests it should go on. -q prints nothing but the bad
+lines and errors.
 
 klog text lines do not name their program: their records are attributed to
 the container or file name of their log (kube-controller-manager.log,
@@ -83,14 +89,18 @@ the container or file name of their log (kube-controller-manager.log,
 input, which is then stored as the input stdin:COMPONENT, so that logs of
 two programs piped in one after the other stay two logs. Their year, which klog does not write, is inferred from the time of
 their CRI or --timestamps wrapper, klog's file header, or the file's
-modification time (docs/INPUTS.md).
+modification time (docs/INPUTS.md). The summary counts log records by
+program (so named, else by the Go module or cmd/ directory of the caller's
+path), each with the components (loggers, source files) that wrote most.
 
 Lines are decoded on every core and stored by one writer, in input order.
 Bodies are stored compressed (docs/SCHEMA.md; cpid-tui sql reads them). A
 --db that does not exist yet is created by a bulk load: the records go to
 DB.partial, the indexes are built at the end and the file is moved into
 place, so a crash leaves no half database at --db (DB.partial is thrown
-away by the next ingest); an interrupted run keeps what it stored. Other
+away by the next ingest); an interrupted run keeps what it stored, a run
+that stored nothing (an input missing or empty) leaves no database. The
+duplicates a new database finds were repeated in the input. Other
 cpid-tui commands started meanwhile on the same --db (another ingest,
 tail, serve, reconstruct, query) wait for the load, saying so, then
 append to or read the database it made.
@@ -135,22 +145,31 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 		}
 		start := time.Now()
 		sum, err := in.Run(ctx, paths)
+		out := outcome{db: db}
 		if db0.finish != nil {
 			// A new database: what was stored is whole batches, kept even
-			// when the run was interrupted; a store error throws it away.
+			// when the run was interrupted; a store error throws it away,
+			// and so does a run that stored nothing (a missing or empty
+			// input leaves no file behind).
 			if err != nil && !errors.Is(err, context.Canceled) {
 				db0.abandon()
 				return fmt.Errorf("%w (nothing was kept: %s did not exist before)", err, db)
 			}
-			if !*quiet {
-				fmt.Fprintf(e.stderr, "ingest: building the indexes of the new database\n")
-			}
-			dups, ferr := db0.finish(context.WithoutCancel(ctx))
-			if ferr != nil {
-				return ferr
-			}
-			if sum != nil {
-				sum.Written.Add(dups) // the duplicates found by the sort
+			if sum == nil || sum.Written.Audits+sum.Written.Logs == 0 {
+				db0.abandon()
+				out.notCreated = true
+			} else {
+				if !*quiet {
+					fmt.Fprintf(e.stderr, "ingest: building the indexes of the new database\n")
+				}
+				dups, ferr := db0.finish(context.WithoutCancel(ctx))
+				if ferr != nil {
+					return ferr
+				}
+				// A new database held nothing before: every duplicate the
+				// sort found was repeated in the input.
+				out.created = true
+				sum.Written.Add(dups)
 				sum.Elapsed = time.Since(start)
 			}
 		}
@@ -158,7 +177,7 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 			if *quiet {
 				printBadLines(e.stderr, sum)
 			} else {
-				printSummary(e.stdout, db, sum)
+				printSummary(e.stdout, out, sum)
 			}
 		}
 		if err != nil {
@@ -169,6 +188,17 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 			errs = append(errs, fmt.Errorf("%s could not be read: %w", tui.Plural(len(sum.ReadErrors), "input"), errors.Join(sum.ReadErrors...)))
 		}
 		errs = append(errs, unreadInputs(sum)...)
+		if len(errs) == 0 && nothingRead(sum) {
+			var what []string
+			for _, em := range sum.Empty {
+				what = append(what, tui.Printable(em.Input)+" ("+emptyReason(em)+")")
+			}
+			err := fmt.Errorf("nothing was read: %s", strings.Join(what, ", "))
+			if out.notCreated {
+				err = fmt.Errorf("%w; %s was not created", err, db)
+			}
+			errs = append(errs, err)
+		}
 		if len(errs) > 0 {
 			return errors.Join(errs...)
 		}
@@ -269,7 +299,15 @@ func bytesize(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-func printSummary(w io.Writer, db string, s *ingest.Summary) {
+// outcome is what became of the database an ingest stored into.
+type outcome struct {
+	db string
+	// created: the ingest made it (every duplicate was repeated in the
+	// input); notCreated: it would have, but nothing was stored.
+	created, notCreated bool
+}
+
+func printSummary(w io.Writer, out outcome, s *ingest.Summary) {
 	var lines, audits, logs int
 	for _, f := range s.Files {
 		lines += f.Lines
@@ -279,8 +317,19 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 	secs := s.Elapsed.Seconds()
 	fmt.Fprintf(w, "ingested %s, %s, %s (%s decoded) in %.2fs: %.0f records/s, %.1f MB/s\n",
 		tui.Plural(len(s.Files), "file"), tui.Plural(lines, "line"), bytesize(s.DiskBytes), bytesize(s.Bytes), secs, float64(audits+logs)/secs, float64(s.Bytes)/1e6/secs)
-	fmt.Fprintf(w, "database %s: %d new audit events (%d already stored), %d new log records (%d already stored)\n",
-		db, s.Written.Audits, s.Written.AuditDups, s.Written.Logs, s.Written.LogDups)
+	n := s.Written
+	switch {
+	case out.notCreated:
+		fmt.Fprintf(w, "database %s: not created, nothing to store\n", out.db)
+	case out.created:
+		fmt.Fprintf(w, "database %s (new): %d new audit events (%d repeated in the input), %d new log records (%d repeated in the input)\n",
+			out.db, n.Audits, n.AuditDups, n.Logs, n.LogDups)
+	default:
+		// A duplicate may have been stored before, or earlier in this
+		// input: the store does not tell them apart.
+		fmt.Fprintf(w, "database %s: %d new audit events (%d already stored or repeated in the input), %d new log records (%d already stored or repeated in the input)\n",
+			out.db, n.Audits, n.AuditDups, n.Logs, n.LogDups)
+	}
 	if audits > 0 {
 		fmt.Fprintf(w, "audit events by stage and level:\n")
 		keys := make([]ingest.StageLevel, 0, len(s.Events))
@@ -303,37 +352,135 @@ func printSummary(w io.Writer, db string, s *ingest.Summary) {
 		}
 	}
 	if logs > 0 {
-		fmt.Fprintf(w, "log records by component:\n")
-		comps := make([]string, 0, len(s.Components))
-		for c := range s.Components {
-			comps = append(comps, c)
-		}
-		sort.Slice(comps, func(i, j int) bool {
-			if s.Components[comps[i]] != s.Components[comps[j]] {
-				return s.Components[comps[i]] > s.Components[comps[j]]
-			}
-			return comps[i] < comps[j]
-		})
-		const top = 15
-		for i, c := range comps {
-			if i == top {
-				fmt.Fprintf(w, "  ... and %d more components\n", len(comps)-top)
-				break
-			}
-			fmt.Fprintf(w, "  %-50s %d\n", tui.Printable(c), s.Components[c])
-		}
+		printPrograms(w, s.Components)
 	}
 	printFiles(w, s)
 	if s.Redacted > 0 {
 		fmt.Fprintf(w, "redacted: credentials (Secret data, tokens, private keys) removed from %d event(s) before storing\n", s.Redacted)
 	}
-	for _, n := range s.Notices {
-		fmt.Fprintf(w, "skipped: %s\n", tui.Printable(n.String()))
+	printNotices(w, s.Notices)
+	for _, em := range s.Empty {
+		fmt.Fprintf(w, "warning: %s: nothing read (%s)\n", tui.Printable(em.Input), emptyReason(em))
 	}
 	printBadLines(w, s)
 	for _, err := range s.ReadErrors {
 		fmt.Fprintf(w, "unreadable: %s\n", tui.Printable(err.Error()))
 	}
+}
+
+// printPrograms counts the log records by the program that wrote them,
+// most first, each with its components that wrote most (a logger, or the
+// caller's source file).
+func printPrograms(w io.Writer, by map[ingest.Origin]int) {
+	type program struct {
+		name  string
+		n     int
+		comps map[string]int
+	}
+	progs := map[string]*program{}
+	for o, n := range by {
+		p := progs[o.Program]
+		if p == nil {
+			p = &program{name: o.Program, comps: map[string]int{}}
+			progs[o.Program] = p
+		}
+		p.n += n
+		p.comps[sourceFile(o.Component)] += n
+	}
+	list := slices.SortedFunc(maps.Values(progs), func(a, b *program) int {
+		if a.n != b.n {
+			return b.n - a.n
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	fmt.Fprintf(w, "log records by program (and the components most came from):\n")
+	const top, detail = 15, 3
+	for i, p := range list {
+		if i == top {
+			fmt.Fprintf(w, "  ... and %d more programs\n", len(list)-top)
+			break
+		}
+		comps := slices.SortedFunc(maps.Keys(p.comps), func(a, b string) int {
+			if p.comps[a] != p.comps[b] {
+				return p.comps[b] - p.comps[a]
+			}
+			return strings.Compare(a, b)
+		})
+		var parts []string
+		for j, c := range comps {
+			if j == detail {
+				parts = append(parts, fmt.Sprintf("%d more", len(comps)-detail))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", tui.Printable(c), p.comps[c]))
+		}
+		name := p.name
+		if name == "" {
+			name = "(program unknown)"
+		}
+		fmt.Fprintf(w, "  %-28s %7d  %s\n", tui.Printable(name), p.n, strings.Join(parts, ", "))
+	}
+}
+
+// sourceFile shortens a component that is a source file's whole path
+// (slog's source.file: /root/go/pkg/mod/sigs.k8s.io/kwok@v0.8.0/pkg/kwok/
+// controllers/pod_controller.go) to its directory and name, as klog's
+// caller has it (controllers/pod_controller.go); a logger's name is kept.
+func sourceFile(c string) string {
+	if strings.Count(c, "/") < 2 || !strings.HasSuffix(c, ".go") {
+		return c
+	}
+	dir, file := path.Split(c)
+	return path.Base(dir) + "/" + file
+}
+
+// printNotices lists what was skipped, up to a screenful.
+func printNotices(w io.Writer, ns []ingest.Notice) {
+	const top = 20
+	notLogs := 0
+	for i, n := range ns {
+		if n.NotLog {
+			notLogs++
+		}
+		if i < top {
+			fmt.Fprintf(w, "skipped: %s\n", tui.Printable(n.String()))
+		}
+	}
+	if len(ns) > top {
+		fmt.Fprintf(w, "skipped: ... and %d more\n", len(ns)-top)
+	}
+	if notLogs > 0 {
+		what := "1 file found beside the logs is not a log"
+		if notLogs > 1 {
+			what = fmt.Sprintf("%d files found beside the logs are not logs", notLogs)
+		}
+		fmt.Fprintf(w, "skipped: %s (a file given as a PATH is read whatever it holds)\n", what)
+	}
+}
+
+// nothingRead reports a run of which no input held a record or a bad line.
+func nothingRead(s *ingest.Summary) bool {
+	for _, f := range s.Files {
+		if f.Audits+f.Logs+f.Bad > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyReason says why nothing was read of an input.
+func emptyReason(em ingest.Empty) string {
+	switch {
+	case em.Skipped > 0 && em.Files > 0:
+		return tui.Plural(em.Skipped, "file") + " skipped, not logs; the rest empty"
+	case em.Skipped > 0:
+		return tui.Plural(em.Skipped, "file") + " skipped, not logs"
+	case em.Files == 0:
+		return "an empty directory"
+	case em.Files == 1:
+		return "empty"
+	}
+	return tui.Plural(em.Files, "file") + ", all empty"
 }
 
 // printBadLines reports the bad lines (skipped): with the summary, or
