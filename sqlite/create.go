@@ -56,19 +56,24 @@ func lockCreation(ctx context.Context, final string, notice func(string)) (*os.F
 }
 
 // doneCreating releases the creation lock lock of the database at final,
-// which exists now: the lock file goes when it holds nothing (a stale
-// bulk load's file is left to the next bulk load, which truncates it).
+// which exists now. The lock file goes: what it may hold (the records of a
+// bulk load that died, never acknowledged) is garbage once the database is
+// in place, and nobody loads into it while lock is held.
 func doneCreating(lock *os.File, final string) {
 	partial := final + ".partial"
-	if fi, err := lock.Stat(); err == nil && fi.Size() == 0 && sameFile(lock, partial) {
-		os.Remove(partial)
+	if sameFile(lock, partial) {
+		for _, side := range []string{"", "-journal", "-wal", "-shm"} {
+			os.Remove(partial + side)
+		}
 	}
 	lock.Close()
 }
 
-// waitCreation waits until no process creates the database at final (a
-// reader that found no database: one may be on its way). It creates
-// nothing: with no PATH.partial, nobody is creating it.
+// waitCreation waits until no process creates the database at final: a
+// reader that found no database (one may be on its way), or a file whose
+// schema a writer may still be making (it holds the lock until the schema
+// is there). It creates nothing: with no PATH.partial, nobody is creating
+// it.
 func waitCreation(ctx context.Context, final string, notice func(string)) error {
 	partial := final + ".partial"
 	f, err := os.Open(partial)

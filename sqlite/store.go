@@ -86,11 +86,10 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if o.ReadOnly {
-		if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
-			// A load may be creating it: read what it made.
-			if err := waitCreation(ctx, abs, o.Notice); err != nil {
-				return nil, fmt.Errorf("open database %s: %w", path, err)
-			}
+		// A database on its way (a load, or a writer whose schema is not
+		// all there yet) is read once it is done.
+		if err := waitCreation(ctx, abs, o.Notice); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
 		return openReadOnly(ctx, path, abs)
 	}
@@ -102,6 +101,9 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 			return nil, err
 		}
 		defer doneCreating(lock, abs)
+	} else if err := waitCreation(ctx, abs, o.Notice); err != nil {
+		// The file is there, its schema maybe not yet.
+		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	// Create the file ourselves so its mode is 0600 whatever the umask;
 	// SQLite gives the -wal and -shm files the mode of the database file.

@@ -16,7 +16,8 @@ import (
 
 // TestConcurrentFirstOpens: eight processes start at once on a database
 // that does not exist: four ingests (one bulk load, the others wait for it
-// and append), a tail, a serve, a reconstruct and a query. All succeed and
+// and append), a tail, a serve, a reconstruct and a query (once something
+// is creating the database). All succeed and
 // every event of every input is stored once: the same rows as one process
 // ingesting them all. Again with the first loader killed (-9) half way
 // through a big load: the others take over its stale .partial. Before,
@@ -84,11 +85,22 @@ func TestConcurrentFirstOpens(t *testing.T) {
 			addr := freeAddr(t)
 			serve := helper(t, "cpid-tui", "serve", "--db", db, "--listen", addr, "--reconstruct-every", "0")
 			tailer := helper(t, "cpid-tui", "tail", "--db", db, "--reconstruct-every", "0", "--poll", "50ms", "--audit-log", filepath.Join(tailDir, "audit.log"))
-			ps = append(ps, helper(t, "cpid-tui", "reconstruct", "--db", db), helper(t, "cpid-tui", "query", "changes", "--db", db))
+			ps = append(ps, helper(t, "cpid-tui", "reconstruct", "--db", db))
 			if kill {
 				victim.Process.Kill()
 				victim.Wait()
 			}
+			// A reader of a path with nothing at it fails (it never
+			// creates a database): it starts once the database is on
+			// its way, as a person runs query while an ingest runs, and
+			// waits for it. Not while the killed loader's .partial is all
+			// there is: the reader cannot tell it from a load on its way.
+			waitUntil(t, "the database on its way", func() bool {
+				_, e1 := os.Stat(db)
+				_, e2 := os.Stat(db + ".partial")
+				return e1 == nil || e2 == nil && !kill
+			}, nil)
+			ps = append(ps, helper(t, "cpid-tui", "query", "changes", "--db", db))
 			serve.waitFor(t, "listening")
 			resp, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(string(posted)))
 			if err != nil {
