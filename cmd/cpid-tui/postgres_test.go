@@ -22,9 +22,11 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // TestPostgresCLI: ingest, reconstruct and the queries with --db
 // postgres://… give what they give on a SQLite file, on every real fixture.
 func TestPostgresCLI(t *testing.T) {
+	t.Parallel()
 	for _, fx := range []string{"basic", "instrumented", "figure-5", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2", "rollout-interrupted",
 		"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "conflicts", "cronjob", "metadata-policy", "traced", "waits"} {
 		t.Run(fx, func(t *testing.T) {
+			t.Parallel()
 			bundle := filepath.Join("..", "..", "fixtures", fx, "bundle")
 			lite := filepath.Join(t.TempDir(), "cpid.db")
 			pg := pgtest.NewDatabase(t)
