@@ -112,8 +112,12 @@ func (r *reader) body(out *body, ms []jsonscan.Member) {
 		case is(k, "spec"):
 			var m jsonscan.Member
 			for it := r.members(v); it.Next(&m); {
-				if is(m.Key(r.b), "nodeName") {
+				switch k := m.Key(r.b); {
+				case is(k, "nodeName"):
 					r.str(&out.Spec.NodeName, m.Val())
+				case is(k, "affinity"):
+					v := m.Val()
+					out.Spec.Affinity = append(json.RawMessage(nil), r.b[v.S:v.E]...)
 				}
 			}
 		case is(k, "status"):

@@ -61,8 +61,9 @@ type Object struct {
 	// ready is a Node's Ready condition status ("True", "False",
 	// "Unknown") after its latest write, "" before the first.
 	ready string
-	// deleted: the latest successful write was a delete.
-	deleted bool
+	// deleted: the latest successful write was a delete, by deletedBy.
+	deleted   bool
+	deletedBy string
 	// marked: the node lifecycle controller wrote this Node's status and
 	// the audit log hides its conditions; its node agent has not written
 	// since.
@@ -98,9 +99,23 @@ type Ref struct {
 
 // observed returns the latest write of o that a write received at t could
 // have reacted to. Watchers see a write when etcd commits it, which is
-// before the apiserver's ResponseComplete stage time; so the test is that the
-// write was received before t.
+// before the apiserver's ResponseComplete stage time (a Service's delete
+// completes after its ClusterIP is released, its Endpoints deleted
+// meanwhile); so the test is that the write was received before t. Rules
+// that pick among several objects by time alone (TimedRules) take only
+// writes that had completed by t (completed).
 func (o *Object) observed(t int64) *Ref { return observed(o.last, o.prev, t) }
+
+// completed is observed among the writes that had completed by t.
+func (o *Object) completed(t int64) *Ref {
+	switch {
+	case o.last != nil && o.last.StageNS <= t:
+		return o.last
+	case o.prev != nil && o.prev.StageNS <= t:
+		return o.prev
+	}
+	return nil
+}
 
 // observedSpec is observed among the writes that could change the object's
 // spec; the latest write when none is known.
@@ -145,6 +160,9 @@ type State struct {
 	// latest first): what an owner's controller reacts to when it writes
 	// the owner's status or replaces a dependent.
 	children map[string][2]cpid.ObjectKey
+	// latestPod holds, per namespace, the Pod written last: what a
+	// PodDisruptionBudget's status counts.
+	latestPod map[string]cpid.ObjectKey
 }
 
 // LatestDependents returns the dependents of the owner with that UID
@@ -161,6 +179,9 @@ func (s *State) LatestDependents(uid string, skip cpid.ObjectKey) []cpid.ObjectK
 
 // wrote records a successful write of o among its owners' dependents.
 func (s *State) wrote(o *Object) {
+	if o.Key.Resource == "pods" && o.Key.Group == "" && o.Key.Name != "" {
+		s.latestPod[o.Key.Namespace] = o.Key
+	}
 	for _, r := range o.OwnerRefs {
 		if r.UID == "" {
 			continue
@@ -193,6 +214,8 @@ type Engine struct {
 	// DefaultWindows).
 	Windows   []Window
 	bandCache map[[3]string][]Window
+	// IgnoreCPIDs drops the CPIDs writes carry (Options.IgnoreCPIDs).
+	IgnoreCPIDs bool
 	// Evidence reads what explains a controller's silence; epochs holds
 	// the first write of each start of a process that continued
 	// interrupted work (the root of its controller-start change), and
@@ -210,6 +233,16 @@ type Engine struct {
 	// truncated): what the data cannot tell.
 	Bodies map[string]*[2]int
 
+	// programs holds when each program (a user agent's) wrote, and
+	// changeLast each change's latest write: whether a change was still
+	// going when its controller stopped (pending).
+	programs   map[string]*activity
+	changeLast map[string]int64
+	// Unexplained counts the writes kept in their changes after a hop past
+	// every window with nothing in the logs to say why, and names the
+	// longest (the run's data warning).
+	Unexplained UnexplainedHops
+
 	// Derived accumulates what Process emits until Drain takes it.
 	cpid.Derived
 }
@@ -225,11 +258,14 @@ func (en *Engine) Drain() cpid.Derived {
 // NewEngine returns an engine with an empty state and graph.
 func NewEngine() *Engine {
 	return &Engine{
-		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, children: map[string][2]cpid.ObjectKey{}},
-		Graph:    NewGraph(),
-		recorded: map[string]uint8{},
-		epochs:   map[string]*Ref{},
-		Bodies:   map[string]*[2]int{},
+		State: State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, children: map[string][2]cpid.ObjectKey{},
+			latestPod: map[string]cpid.ObjectKey{}},
+		Graph:      NewGraph(),
+		recorded:   map[string]uint8{},
+		epochs:     map[string]*Ref{},
+		Bodies:     map[string]*[2]int{},
+		programs:   map[string]*activity{},
+		changeLast: map[string]int64{},
 	}
 }
 
@@ -279,6 +315,9 @@ func (en *Engine) Process(e *Event) {
 	if !IsWrite(e.Verb) || Ignored[e.Resource] || (e.Subresource != "" && Ignored[e.Resource+"/"+e.Subresource]) {
 		return
 	}
+	if en.IgnoreCPIDs {
+		e.CPID, e.Ancestors = "", nil
+	}
 	key := e.Key()
 	o := en.objects[key]
 	if o == nil {
@@ -286,6 +325,7 @@ func (en *Engine) Process(e *Event) {
 		en.objects[key] = o
 	}
 	w := cpid.Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: e.Writer(), Attempt: e.Failed()}
+	en.active(agentName(e.UserAgent), e.ReceivedNS)
 	en.number(o, e, &w)
 	wasReady := o.ready
 	if !w.Attempt {
@@ -355,12 +395,18 @@ func (en *Engine) Process(e *Event) {
 		o.deadline = e.deadline
 	}
 	o.trace, o.annCPID = e.Traceparent, e.CPID
+	if w.ChangeID != "" {
+		en.changeLast[w.ChangeID] = max(en.changeLast[w.ChangeID], e.StageNS)
+	}
 	delete(o.failed, w.Writer.Name) // retried: the failure is explained
 	if en.epoch != "" {
 		en.epochs[en.epoch] = ref
 		en.epoch = ""
 	}
-	o.deleted = e.Verb == "delete" && e.Subresource == ""
+	o.deleted, o.deletedBy = e.Verb == "delete" && e.Subresource == "", ""
+	if o.deleted {
+		o.deletedBy = w.Writer.Name
+	}
 	en.wrote(o)
 	en.Writes = append(en.Writes, w)
 }
@@ -382,6 +428,9 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 				continue
 			}
 			r := c.observed(e.ReceivedNS)
+			if timedRules[Rules[i].Name] {
+				r = c.completed(e.ReceivedNS)
+			}
 			if Rules[i].Name == "owner" && e.Subresource == "" && (e.Verb == "create" || e.Verb == "delete") {
 				// An owner's controller creates and deletes dependents
 				// for its spec: a label or an annotation put on the owner
@@ -430,8 +479,11 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			continue
 		}
 		x := en.explain(e, o, w.Writer.Name, c.rule, hopOf(e, c.ref), c.ref.StageNS)
-		if x.explain == cpid.ExplainUnexplained {
-			if late == nil || c.ref.ChangeStart > late.ref.ChangeStart {
+		if x.explain == cpid.ExplainUnexplained || x.start != 0 && !en.pending(e, c.ref, x.start) {
+			// Past every window, or the process started again after the
+			// change had settled: what the start did is decided below.
+			if late == nil || c.ref.ChangeStart > late.ref.ChangeStart ||
+				c.ref.ChangeStart == late.ref.ChangeStart && c.ref.StageNS > late.ref.StageNS {
 				late = c
 			}
 			continue
@@ -439,8 +491,15 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 		best, why = c, x
 	}
 	if best == nil && late != nil && !w.Attempt {
+		// Only evidence ends a change: a process that started again with
+		// nothing of the change pending, a node's or a schedule's writer.
+		// A long hop without it stays in its change, unexplained.
 		start, rx, ok := en.restarted(e, late.ref.StageNS)
 		switch {
+		case ok && en.pending(e, late.ref, start):
+			// The process (or a new leader) took up the change it had
+			// pending when it stopped: the start says why it waited.
+			best, why = late, rx
 		case ok && en.epochs[epochKey(e, start)] != nil:
 			// The process started again and took up interrupted work:
 			// the write joins the change of that start.
@@ -457,9 +516,19 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			return rootOf{trigger: cpid.TriggerControllerStart, detail: agentName(e.UserAgent) + " started again: " + string(rx.explain) + ": " + rx.detail}
 		default:
 			x := en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
-			return rootOf{trigger: triggerOf(w.Writer.Name, o), detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",
-				w.Writer.Name, time.Duration(hopOf(e, late.ref)).Round(time.Millisecond), late.rule, x.detail)}
+			if t := triggerOf(w.Writer.Name, o); t != cpid.TriggerUnknown {
+				return rootOf{trigger: t, detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",
+					w.Writer.Name, time.Duration(hopOf(e, late.ref)).Round(time.Millisecond), late.rule, x.detail)}
+			}
+			best, why = late, x
+			en.unexplainedHop(e, o, w.Writer.Name, hopOf(e, late.ref))
 		}
+	}
+	if best == nil && late == nil && !w.Attempt && w.Writer.Name == gcWriter && len(causes) > 0 {
+		// The garbage collector acted with nothing pending for the object
+		// or its owners (an orphan's owner long gone): its own change.
+		return rootOf{trigger: cpid.TriggerGC, detail: "the garbage collector wrote " + o.Key.String() +
+			" with no change pending for it or its owners"}
 	}
 	if best == nil && late != nil {
 		best = late // a failed attempt starts nothing: it stays with its cause, unexplained
@@ -486,7 +555,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 	defer func() {
 		if best != nil {
 			w.Confidence = cpid.ConfidenceHeuristic
-			if exactRules[w.Rule] || w.CPIDOrigin == "annotation" {
+			if exactRules[w.Rule] && oneChange(causes, best.ref.Change) || w.CPIDOrigin == "annotation" {
 				w.Confidence = cpid.ConfidenceExact
 			}
 		}
@@ -534,6 +603,18 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 		}
 	}
 	return joined
+}
+
+// oneChange reports whether every cause that belongs to a change belongs to
+// change: an exact rule's cause is exact only when no heuristic had to
+// choose between changes.
+func oneChange(causes []cause, change string) bool {
+	for _, c := range causes {
+		if c.ref.Change != "" && c.ref.Change != change {
+			return false
+		}
+	}
+	return true
 }
 
 func (en *Engine) emit(e *Event, m cpid.Mergelog) {

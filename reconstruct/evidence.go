@@ -266,15 +266,24 @@ func (en *Engine) throttlesIn(from, to int64) []throttle {
 // the latest. A controller's writes queue behind each other (the ReplicaSet
 // controller creates Pods in batches, each after the previous one), so a
 // write waits for the others' throttling as well as its own.
-func (en *Engine) heldBack(e *Event, from, to int64) (held time.Duration, n int, file string) {
+//
+// With process set, it counts every request the writer's process held
+// back instead (its log's name begins with the program's): a controller's
+// requests share its client's rate limiter, so a status update waits for
+// the deletes queued before it.
+func (en *Engine) heldBack(e *Event, from, to int64, process bool) (held time.Duration, n int, file string) {
 	method := httpMethod[e.Verb]
 	if method == "" {
 		return 0, 0, ""
 	}
+	program := agentName(e.UserAgent)
 	type span struct{ lo, hi int64 }
 	var spans []span
 	for _, t := range en.throttlesIn(from, to+int64(throttleSkew)) {
-		if t.verb != method || !inCollection(e, t.path) {
+		switch {
+		case process && !strings.HasPrefix(filepath.Base(t.file), program):
+			continue
+		case !process && (t.verb != method || !inCollection(e, t.path)):
 			continue
 		}
 		sp := span{max(t.at-int64(t.delay), from), min(t.at, to)}
@@ -395,8 +404,14 @@ func (en *Engine) restarted(e *Event, causeNS int64) (int64, explanation, bool) 
 			LeaseNamespace, p, h.From, clockOf(h.FromNS), h.To, clockOf(h.AtNS),
 			time.Duration(h.AtNS-h.FromNS).Round(time.Millisecond), at)}, true
 	}
-	return start, explanation{explain: cpid.ExplainRestart, detail: fmt.Sprintf("its informers started (listed) at %s, %s after the cause",
-		at, time.Duration(start-causeNS).Round(time.Millisecond))}, true
+	stopped := ""
+	if last := en.lastBefore(p, start); last > causeNS {
+		stopped = fmt.Sprintf("%s stopped writing after %s; ", p, clockOf(last))
+	} else if last > 0 {
+		stopped = fmt.Sprintf("%s wrote nothing after %s, before the cause; ", p, clockOf(last))
+	}
+	return start, explanation{explain: cpid.ExplainRestart, detail: fmt.Sprintf("%sit started again: its informers listed at %s, %s after the cause",
+		stopped, at, time.Duration(start-causeNS).Round(time.Millisecond))}, true
 }
 
 func clockOf(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000") }
@@ -417,4 +432,86 @@ func distinct(ls []listed, n int) bool {
 		}
 	}
 	return false
+}
+
+// silenceMin is the shortest pause in a program's writes that counts as a
+// silence: a process that stopped, or lost its lease.
+const silenceMin = time.Second
+
+// keepSilences is how many of a program's latest silences are kept: a
+// restart is looked for a few seconds to minutes after its silence began.
+const keepSilences = 16
+
+// activity is when a program wrote: its latest write and its latest
+// silences, each from the last write before it to the first after it.
+type activity struct {
+	Last     int64
+	Silences [][2]int64 `json:",omitempty"`
+}
+
+// active records that program wrote at ns (writes come in receive order).
+func (en *Engine) active(program string, ns int64) {
+	a := en.programs[program]
+	if a == nil {
+		a = &activity{}
+		en.programs[program] = a
+	}
+	if a.Last != 0 && ns-a.Last >= int64(silenceMin) {
+		a.Silences = append(a.Silences, [2]int64{a.Last, ns})
+		if len(a.Silences) > keepSilences {
+			a.Silences = slices.Delete(a.Silences, 0, 1)
+		}
+	}
+	a.Last = max(a.Last, ns)
+}
+
+// lastBefore returns when program last wrote before its start at start:
+// the beginning of the silence the start fell in; 0 when none did (the
+// program wrote right up to it, or never before).
+func (en *Engine) lastBefore(program string, start int64) int64 {
+	a := en.programs[program]
+	if a == nil {
+		return 0
+	}
+	for i := len(a.Silences) - 1; i >= 0; i-- {
+		if s := a.Silences[i]; s[0] < start && start <= s[1] {
+			return s[0]
+		}
+	}
+	return 0
+}
+
+// pending reports whether the change of cause r was still going when the
+// process that writes e stopped before its start at start: its latest
+// write came at most an ordinary reaction before the process's last write
+// (or after it). A process that started again takes up what it had
+// pending; what it writes for a change that had settled long before it
+// stopped is a resync, its own controller-start change.
+func (en *Engine) pending(e *Event, r *Ref, start int64) bool {
+	last := en.lastBefore(agentName(e.UserAgent), start)
+	if last == 0 || r.Change == "" {
+		return r.Change != ""
+	}
+	return max(en.changeLast[r.Change], r.StageNS) >= last-int64(informer)
+}
+
+// UnexplainedHops counts the writes kept in their changes after a hop past
+// every window of their writer that nothing in the logs explains, with the
+// longest of them.
+type UnexplainedHops struct {
+	N       int
+	Longest time.Duration
+	What    string // the longest: writer, verb and object
+}
+
+func (en *Engine) unexplainedHop(e *Event, o *Object, writer string, hop int64) {
+	u := &en.Unexplained
+	u.N++
+	if d := time.Duration(hop); d > u.Longest {
+		verb := e.Verb
+		if e.Subresource != "" {
+			verb += "/" + e.Subresource
+		}
+		u.Longest, u.What = d, fmt.Sprintf("%s %s %s", writer, verb, o.Key)
+	}
 }

@@ -3,6 +3,7 @@ package reconstruct
 import (
 	"bytes"
 	"crypto/sha1"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -41,9 +42,9 @@ var Rules = []Rule{
 	},
 	{
 		Name: "owner",
-		Doc:  "an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes (for the create or delete of a dependent, the latest that may have changed the owner's spec), unless a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
+		Doc:  "a write to an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes (for the create or delete of a dependent, the latest that may have changed the owner's spec), unless it writes a subresource (a binding, a status, an eviction: those follow the object itself) or a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
-			if nodeAgent(w.Writer().Name) {
+			if w.Subresource != "" || nodeAgent(w.Writer().Name) {
 				return nil
 			}
 			var out []cpid.ObjectKey
@@ -67,9 +68,13 @@ var Rules = []Rule{
 	},
 	{
 		Name: "siblings",
-		Doc:  "a controller's create or delete of a dependent follows the deletion of another dependent of the same owner (a ReplicaSet replacing an evicted Pod)",
+		Doc:  "a controller's create or delete of a dependent follows the deletion of another dependent of the same owner by someone else (a ReplicaSet replacing an evicted Pod); not a node agent's write, and not between the writes of one controller (the deletes of one sync)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if w.Subresource != "" || w.Verb != "create" && w.Verb != "delete" {
+				return nil
+			}
+			writer := w.Writer().Name
+			if nodeAgent(writer) {
 				return nil
 			}
 			var out []cpid.ObjectKey
@@ -78,7 +83,7 @@ var Rules = []Rule{
 					continue
 				}
 				for _, k := range s.LatestDependents(r.UID, o.Key) {
-					if d := s.Object(k); d != nil && d.deleted {
+					if d := s.Object(k); d != nil && d.deleted && d.deletedBy != writer {
 						out = append(out, k)
 					}
 				}
@@ -112,14 +117,59 @@ var Rules = []Rule{
 	},
 	{
 		Name: "node",
-		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted), the taint eviction controller or its node's kubelet follows its Node",
+		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted), the taint eviction controller or its node's kubelet, or created by the DaemonSet controller for a node (its required node affinity on metadata.name), follows its Node",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
-			if o.Key.Resource != "pods" || o.NodeName == "" {
+			if o.Key.Resource != "pods" || o.Key.Group != "" || o.NodeName == "" {
 				return nil
 			}
 			switch wr := w.Writer().Name; {
-			case wr == "node-controller", wr == "taint-eviction-controller", wr == "kubelet "+o.NodeName, wr == "kwok":
+			case wr == "node-controller", wr == "taint-eviction-controller", wr == "kubelet "+o.NodeName, wr == "kwok",
+				wr == "daemon-set-controller" && w.Verb == "create" && w.Subresource == "":
 				return []cpid.ObjectKey{{Resource: "nodes", Name: o.NodeName}}
+			}
+			return nil
+		},
+	},
+	{
+		Name: "namespace",
+		Doc:  "a write of the namespace controller (the deletecollections that empty a namespace being deleted), or a namespace's defaults created by the root CA publisher (kube-root-ca.crt) or the service account controller (default), follows the Namespace's latest write",
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
+			if o.Key.Namespace == "" {
+				return nil
+			}
+			switch wr := w.Writer().Name; {
+			case wr == "namespace-controller",
+				(wr == "root-ca-cert-publisher" || wr == "service-account-controller") && w.Verb == "create":
+				return []cpid.ObjectKey{{Resource: "namespaces", Name: o.Key.Namespace}}
+			}
+			return nil
+		},
+	},
+	{
+		Name: "collection",
+		Doc:  "a write to an object after a deletecollection of its resource in its namespace (the namespace controller emptying a namespace) follows that deletecollection: the audit log has one event for the collection, none for each object it deleted",
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
+			if o.Key.Name == "" || w.Verb == "create" && w.Subresource == "" {
+				return nil
+			}
+			k := o.Key
+			k.Name = ""
+			c := s.Object(k)
+			if c == nil || c.last == nil || o.last != nil && o.last.StageNS > c.last.ReceivedNS {
+				return nil // none, or the object was written after it: it was not there to delete
+			}
+			return []cpid.ObjectKey{k}
+		},
+	},
+	{
+		Name: "disruption",
+		Doc:  "a PodDisruptionBudget's status written by the disruption controller follows the latest written Pod of its namespace (the Pods its selector counts)",
+		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
+			if o.Key.Resource != "poddisruptionbudgets" || w.Writer().Name != "disruption-controller" {
+				return nil
+			}
+			if k, ok := s.latestPod[o.Key.Namespace]; ok {
+				return []cpid.ObjectKey{k}
 			}
 			return nil
 		},
@@ -134,6 +184,11 @@ type body struct {
 	} `json:"metadata"`
 	Spec struct {
 		NodeName string `json:"nodeName"`
+		// Affinity is kept as it came, for the node a DaemonSet's Pod is
+		// made for (pinnedNode): the DaemonSet controller pins it with a
+		// required node affinity on metadata.name, and the scheduler binds
+		// it there.
+		Affinity json.RawMessage `json:"affinity"`
 	} `json:"spec"`
 	// Pods and Nodes
 	Status struct {
@@ -234,6 +289,8 @@ func readBody(o *Object, e *Event) {
 	case "pods":
 		if b.Spec.NodeName != "" {
 			o.NodeName = b.Spec.NodeName
+		} else if n := pinnedNode(b); n != "" {
+			o.NodeName = n
 		}
 		for _, c := range b.Status.Conditions {
 			switch {
@@ -269,6 +326,37 @@ func readBody(o *Object, e *Event) {
 			}
 		}
 	}
+}
+
+// pinnedNode returns the one node a Pod's required node affinity allows by
+// name (metadata.name In [NODE]: a DaemonSet's Pod), "" when there is none.
+func pinnedNode(b *body) string {
+	if len(b.Spec.Affinity) == 0 || !bytes.Contains(b.Spec.Affinity, []byte("metadata.name")) {
+		return ""
+	}
+	var a *struct {
+		NodeAffinity *struct {
+			Required *struct {
+				Terms []struct {
+					MatchFields []struct {
+						Key      string   `json:"key"`
+						Operator string   `json:"operator"`
+						Values   []string `json:"values"`
+					} `json:"matchFields"`
+				} `json:"nodeSelectorTerms"`
+			} `json:"requiredDuringSchedulingIgnoredDuringExecution"`
+		} `json:"nodeAffinity"`
+	}
+	if json.Unmarshal(b.Spec.Affinity, &a) != nil || a == nil || a.NodeAffinity == nil || a.NodeAffinity.Required == nil ||
+		len(a.NodeAffinity.Required.Terms) != 1 {
+		return ""
+	}
+	for _, f := range a.NodeAffinity.Required.Terms[0].MatchFields {
+		if f.Key == "metadata.name" && f.Operator == "In" && len(f.Values) == 1 {
+			return f.Values[0]
+		}
+	}
+	return ""
 }
 
 func appendTarget(ks []cpid.ObjectKey, t *targetRef, ns string) []cpid.ObjectKey {

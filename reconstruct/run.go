@@ -89,6 +89,12 @@ type Options struct {
 	// that goes on from a saved state explains new hops with them; after
 	// changing them, rebuild (Full) to explain the old ones too.
 	Windows []Window
+	// IgnoreCPIDs reconstructs as if no writer carried a CPID: the
+	// objects' CPID annotations and the controllers' mergelog lines are
+	// left out, so that inference alone decides (to measure it against an
+	// instrumented recording, docs/CAUSALITY.md). A run that goes on from
+	// a state saved with the other setting rebuilds everything.
+	IgnoreCPIDs bool
 	// Family names the log an input file belongs to (its rotation family),
 	// so that events of two apiservers are told apart; nil: the file path.
 	Family func(path string) string
@@ -139,7 +145,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		windows = append(slices.Clone(opt.Windows), DefaultWindows...)
 	}
 	en := NewEngine()
-	en.Windows = windows
+	en.Windows, en.IgnoreCPIDs = windows, opt.IgnoreCPIDs
 	if !res.Full {
 		switch late, err := st.Late(ctx, w, cpid.MsgMergelog); {
 		case err != nil:
@@ -154,7 +160,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 			if err := en.RestoreState(w.EngineData); err != nil {
 				res.Full, res.Why = true, err.Error()
 				en = NewEngine()
-				en.Windows = windows
+				en.Windows, en.IgnoreCPIDs = windows, opt.IgnoreCPIDs
 			} else if err := st.ScanMergelogs(ctx, w.CutoffNS, en.RestoreMergelog); err != nil {
 				return res, err
 			}
@@ -176,6 +182,9 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	err = st.ScanLogs(ctx, w.LogID, lastLog, []string{cpid.MsgMergelog, cpid.MsgSpan}, func(r cpid.LogEntry) error {
 		switch r.Msg {
 		case cpid.MsgMergelog:
+			if opt.IgnoreCPIDs {
+				return nil
+			}
 			m, err := ParseMergelog(r.Fields, r.TimeNS)
 			if err == nil {
 				err = en.AddMergelog(m)
@@ -248,6 +257,11 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		return res, err
 	}
 	res.Warnings = blindWarnings(en.Bodies)
+	if u := en.Unexplained; u.N > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d write(s) waited past every window of their writer with nothing in "+
+			"the logs to say why; each stays in its cause's change, its hop marked unexplained (the longest: %s, %s; "+
+			"query timeline shows them, --window widens a band)", u.N, u.Longest.Round(time.Millisecond), u.What))
+	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

@@ -109,10 +109,10 @@ func between(a, b int64) (int64, bool) { return b - a, a != 0 && b != 0 }
 // about), and the phases of the Kubernetes scalability tests' pod startup
 // latency, all in apiserver time.
 var Phases = []Phase{
-	{"change_to_created", "user change received to Pod created", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.CreatedNS) }},
-	{"change_to_scheduled", "user change received to Pod bound to a node", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.ScheduledNS) }},
-	{"change_to_running", "user change received to Pod Running", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.RunningNS) }},
-	{"change_to_ready", "user change received to Pod Ready", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.ReadyNS) }},
+	{"change_to_created", "change started to Pod created", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.CreatedNS) }},
+	{"change_to_scheduled", "change started to Pod bound to a node", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.ScheduledNS) }},
+	{"change_to_running", "change started to Pod Running", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.RunningNS) }},
+	{"change_to_ready", "change started to Pod Ready", func(p PodTimes) (int64, bool) { return between(p.ChangeStartNS, p.ReadyNS) }},
 	{"create_to_schedule", "pod startup: created to scheduled", func(p PodTimes) (int64, bool) { return between(p.CreatedNS, p.ScheduledNS) }},
 	{"schedule_to_run", "pod startup: scheduled to Running", func(p PodTimes) (int64, bool) { return between(p.ScheduledNS, p.RunningNS) }},
 	{"run_to_ready", "pod startup: Running to Ready", func(p PodTimes) (int64, bool) { return between(p.RunningNS, p.ReadyNS) }},
@@ -183,7 +183,7 @@ func SLIs(ws []cpid.PodWrite, hops []cpid.Hop) []SLI {
 		perChange[p.Change] = append(perChange[p.Change], p)
 	}
 	for _, id := range ids {
-		add("change", id, "user change received to Pod Ready, over its Pods", PhaseStats(perChange[id])["change_to_ready"])
+		add("change", id, "change started to Pod Ready, over its Pods", PhaseStats(perChange[id])["change_to_ready"])
 	}
 	return out
 }

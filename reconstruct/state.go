@@ -11,7 +11,7 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 7
+const stateVersion = 8
 
 type savedObject struct {
 	Key         cpid.ObjectKey
@@ -41,6 +41,7 @@ type savedObject struct {
 	Ready       string             `json:",omitempty"`
 	Failed      map[string]failure `json:",omitempty"`
 	Deleted     bool               `json:",omitempty"`
+	DeletedBy   string             `json:",omitempty"`
 	Marked      bool               `json:",omitempty"`
 	Trace       string             `json:",omitempty"`
 	AnnCPID     string             `json:",omitempty"`
@@ -50,15 +51,37 @@ type savedState struct {
 	Version  int
 	Objects  []savedObject
 	Children map[string][2]cpid.ObjectKey `json:",omitempty"`
-	Epochs   map[string]*Ref              `json:",omitempty"`
+	// LatestPods is State.latestPod.
+	LatestPods map[string]cpid.ObjectKey `json:",omitempty"`
+	Epochs     map[string]*Ref           `json:",omitempty"`
+	// Programs and ChangeLast tell whether a change was pending when its
+	// controller stopped (Engine.pending); changes whose last write is
+	// older than keepChangeLast before the newest are left out.
+	Programs map[string]*activity `json:",omitempty"`
+	// IgnoreCPIDs is the setting of the run that saved the state.
+	IgnoreCPIDs bool             `json:",omitempty"`
+	ChangeLast  map[string]int64 `json:",omitempty"`
 }
+
+// keepChangeLast is how long a change's last write is kept in the saved
+// state: a process silent for longer has nothing pending.
+const keepChangeLast = 24 * time.Hour
 
 // MarshalState saves what the engine knows of objects, so that a later run
 // can go on where this one stopped. The graph is not included: it is
 // rebuilt from the stored mergelogs with RestoreMergelog.
 func (en *Engine) MarshalState() ([]byte, error) {
 	s := savedState{Version: stateVersion, Objects: make([]savedObject, 0, len(en.objects)), Children: en.children,
-		Epochs: en.epochs}
+		Epochs: en.epochs, LatestPods: en.latestPod, Programs: en.programs, ChangeLast: map[string]int64{}, IgnoreCPIDs: en.IgnoreCPIDs}
+	var newest int64
+	for _, ns := range en.changeLast {
+		newest = max(newest, ns)
+	}
+	for c, ns := range en.changeLast {
+		if ns >= newest-int64(keepChangeLast) {
+			s.ChangeLast[c] = ns
+		}
+	}
 	for _, o := range en.objects {
 		s.Objects = append(s.Objects, savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
 			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
@@ -66,7 +89,7 @@ func (en *Engine) MarshalState() ([]byte, error) {
 			MinReady: o.minReady, Deadline: o.deadline, UnschedNS: o.unschedNS, Unsched: o.unsched,
 			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
 			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
-			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, Marked: o.marked, Trace: o.trace, AnnCPID: o.annCPID})
+			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, DeletedBy: o.deletedBy, Marked: o.marked, Trace: o.trace, AnnCPID: o.annCPID})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
 	keys := make([]string, len(s.Objects))
@@ -99,12 +122,15 @@ func (en *Engine) RestoreState(b []byte) error {
 	if s.Version != stateVersion {
 		return fmt.Errorf("restore reconstruct state: version %d, want %d", s.Version, stateVersion)
 	}
+	if s.IgnoreCPIDs != en.IgnoreCPIDs {
+		return fmt.Errorf("the last run was made with --ignore-cpids=%t", s.IgnoreCPIDs)
+	}
 	for _, so := range s.Objects {
 		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
 			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, specLast: so.SpecLast, specPrev: so.SpecPrev,
 			lastRV: so.LastRV, lastSource: so.LastSource,
 			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
-			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, marked: so.Marked, trace: so.Trace, annCPID: so.AnnCPID}
+			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, deletedBy: so.DeletedBy, marked: so.Marked, trace: so.Trace, annCPID: so.AnnCPID}
 		o.minReady, o.deadline, o.unschedNS, o.unsched = so.MinReady, so.Deadline, so.UnschedNS, so.Unsched
 		if so.SpecHash != nil {
 			o.specHash, o.hasSpec = *so.SpecHash, true
@@ -117,8 +143,17 @@ func (en *Engine) RestoreState(b []byte) error {
 	for uid, c := range s.Children {
 		en.children[uid] = c
 	}
+	for ns, k := range s.LatestPods {
+		en.latestPod[ns] = k
+	}
 	for k, r := range s.Epochs {
 		en.epochs[k] = r
+	}
+	for k, a := range s.Programs {
+		en.programs[k] = a
+	}
+	for k, ns := range s.ChangeLast {
+		en.changeLast[k] = ns
 	}
 	return nil
 }

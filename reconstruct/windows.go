@@ -159,6 +159,11 @@ const heldBackSpan = 5 * time.Minute
 // references); the others find them by time.
 var exactRules = map[string]bool{"owner": true}
 
+// timedRules pick their causes among several objects by time alone (the
+// dependents written last, a sibling deleted last): a write still in
+// flight when the effect arrived is not one of them, however close.
+var timedRules = map[string]bool{"dependents": true, "siblings": true}
+
 // retryWithin is how long after a failed write the writer's next write to
 // the object still counts as its retry.
 const retryWithin = 5 * time.Minute
@@ -167,6 +172,9 @@ const retryWithin = 5 * time.Minute
 type explanation struct {
 	explain cpid.Explain
 	detail  string
+	// start is the writer's start the explanation found between the cause
+	// and the write (restart, leader-gap), 0 for others.
+	start int64
 }
 
 // hopOf is the hop from cause r to write e: from when r became visible
@@ -195,6 +203,15 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	if x, ok := onPurpose(e, o, d); ok {
 		return x
 	}
+	// Evidence before bands: a process that started again (or a new
+	// leader) between the cause and the write is why it waited, even when
+	// an ordinary reaction's band would hold the hop.
+	if d >= silenceMin {
+		if start, x, ok := en.restarted(e, causeNS); ok {
+			x.start = start
+			return x
+		}
+	}
 	bs := en.bands(rule, writer, o.Key.Resource)
 	if win, ok := within(bs, d); ok {
 		return explanation{explain: win.Explain}
@@ -211,11 +228,18 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	// limiting): its log says when and for how long; the rest of the hop
 	// must be within the window.
 	from := max(causeNS, e.ReceivedNS-int64(heldBackSpan))
-	if held, n, file := en.heldBack(e, from, e.ReceivedNS); held > 0 {
+	if held, n, file := en.heldBack(e, from, e.ReceivedNS, false); held > 0 {
 		if _, ok := within(bs, d-held); ok {
 			return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
 				"its client held back %d such request(s) for %s of the wait (client-side rate limiting, %s)",
 				n, held.Round(time.Millisecond), filepath.Base(file))}
+		}
+	}
+	if held, n, file := en.heldBack(e, from, e.ReceivedNS, true); held > 0 {
+		if _, ok := within(bs, d-held); ok {
+			return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
+				"its process held back %d request(s) of other kinds for %s of the wait, and the write queued behind them "+
+					"(client-side rate limiting, %s)", n, held.Round(time.Millisecond), filepath.Base(file))}
 		}
 	}
 	if lat := e.APILatency(); lat > d/2 {
@@ -252,12 +276,14 @@ func onPurpose(e *Event, o *Object, d time.Duration) (explanation, bool) {
 	return explanation{}, false
 }
 
-// triggerOf names what started a change whose first write is writer's
-// write to o, none of whose causes explains it.
+// triggerOf names the evidence that a write of writer to o, whose causes
+// all waited past their windows, started a change of its own: a schedule
+// (the CronJob controller acts on its clock), a node (the node lifecycle,
+// taint eviction and pod garbage collectors act on heartbeats that stopped,
+// and a Node's own writes on its agent); TriggerUnknown when there is
+// none, and the write stays in its cause's change.
 func triggerOf(writer string, o *Object) cpid.Trigger {
 	switch {
-	case writer == "generic-garbage-collector":
-		return cpid.TriggerGC
 	case writer == "cronjob-controller":
 		return cpid.TriggerSchedule
 	case writer == "node-controller" || writer == "taint-eviction-controller" || writer == "pod-garbage-collector" ||
@@ -266,6 +292,9 @@ func triggerOf(writer string, o *Object) cpid.Trigger {
 	}
 	return cpid.TriggerUnknown
 }
+
+// gcWriter is the garbage collector's name as a writer.
+const gcWriter = "generic-garbage-collector"
 
 // blindNodeStatus reports a Node status write by the node lifecycle
 // controller whose object the audit log does not hold: the controller

@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,8 +87,8 @@ func TestExplainRetry(t *testing.T) {
 // TestEnvironmentRoots: a Node whose Ready condition changes starts a
 // change of its own (trigger node), and the writes that follow it belong
 // to it, not to the user's change that created the objects; a controller
-// write long after a cause of a user's change, with nothing explaining the
-// wait, starts a change too (its trigger from the writer).
+// write long after its cause, with nothing explaining the wait, stays in
+// its cause's change (changes end only on positive evidence).
 func TestEnvironmentRoots(t *testing.T) {
 	en := NewEngine()
 	base := int64(1e18)
@@ -134,10 +135,16 @@ func TestEnvironmentRoots(t *testing.T) {
 	if w := byID[4]; w.ChangeID != "user-pod" || w.Explain != cpid.ExplainKubelet {
 		t.Errorf("the kubelet's pod write: change %q, explain %q; want the user's change, kubelet", w.ChangeID, w.Explain)
 	}
-	if c := changes["p7"]; c.Trigger != cpid.TriggerUnknown || byID[7].ChangeID != "p7" {
-		t.Errorf("the late controller write: change %+v (write in %q); want a root of its own, trigger unknown", c, byID[7].ChangeID)
+	// Changes end only on positive evidence: the late write stays in its
+	// cause's change, its hop unexplained, and the run's warning counts it.
+	if w := byID[7]; w.ChangeID != "n5" || w.Explain != cpid.ExplainUnexplained || w.HopNS < int64(300*time.Second) {
+		t.Errorf("the late controller write: change %q, explain %q, hop %s; want the node's change, unexplained, its whole hop",
+			w.ChangeID, w.Explain, time.Duration(w.HopNS))
 	}
-	if len(changes) != 4 {
-		t.Errorf("%d changes, want 4 (two users', the node's, the late write's): %v", len(changes), changes)
+	if u := en.Unexplained; u.N != 1 || !strings.Contains(u.What, "some-controller patch pods") {
+		t.Errorf("unexplained hops counted: %+v", u)
+	}
+	if len(changes) != 3 {
+		t.Errorf("%d changes, want 3 (two users', the node's): %v", len(changes), changes)
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"maps"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -64,7 +66,8 @@ var envTrigger = map[string]string{"node": "node", "controller-start": "controll
 // its window (precision and recall at least 0.95); the user's changes keep
 // precision and recall 1 and settle within seconds of their own last write.
 func TestAttributionEnvironment(t *testing.T) {
-	for _, f := range []string{"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "conflicts", "cronjob", "metadata-policy"} {
+	for _, f := range []string{"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts",
+		"cronjob", "metadata-policy"} {
 		t.Run(f, func(t *testing.T) {
 			checkAttribution(t, f, 1, 1)
 			checkEnvironment(t, f, 0.95, 0.95)
@@ -109,6 +112,10 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 			t.Errorf("%s: trigger %q of the truth is not one cpid knows", ev.ID, ev.Trigger)
 			continue
 		}
+		if line, ok := tookUp(t, db, tr, ev.ID, ev.Trigger, ev.StartNS, ev.EndNS); ok {
+			report = append(report, line)
+			continue
+		}
 		// The roots of the event: changes of its trigger that started in
 		// its window (the environment acts after the script does: the
 		// node controller waits out its grace period).
@@ -130,10 +137,6 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 			ids = append(ids, id)
 		}
 		rows.Close()
-		if len(ids) == 0 {
-			t.Errorf("%s: no change with trigger %s started in [%d, %d]", ev.ID, want, ev.StartNS, ev.EndNS)
-			continue
-		}
 		// An object the apiserver created before the environment acted
 		// (the script marks the start just before it kills a process)
 		// is the action's, as tookOver says.
@@ -142,6 +145,16 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 			if r := envKinds[c.Kind]; r != "" && !(c.Change == "created" && createdBefore(db, c.Namespace, c.Name, ev.Details.KilledNS)) {
 				exp[r+"/"+c.Namespace+"/"+c.Name] = c.Change
 			}
+		}
+		if len(ids) == 0 && len(exp) == 0 {
+			// A process that started again with nothing to do (a standby)
+			// writes nothing: no change to find.
+			report = append(report, fmt.Sprintf("%-18s trigger %-16s no object changed, no change found", ev.ID, want))
+			continue
+		}
+		if len(ids) == 0 {
+			t.Errorf("%s: no change with trigger %s started in [%d, %d]", ev.ID, want, ev.StartNS, ev.EndNS)
+			continue
 		}
 		got := envAttributed(t, db, ids)
 		p, r, wrong := score(got, exp)
@@ -181,13 +194,20 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 }
 
 // TestUnexplainedShare: on every real fixture, the share of the critical
-// paths' time that nothing in the logs explains stays below 10%, and no
-// accepted hop is past its window without an explanation.
+// paths' time that nothing in the logs explains stays at most 2%, and
+// every hop kept in its change past its window with nothing to explain it
+// is counted by reconstruct's data warning.
 func TestUnexplainedShare(t *testing.T) {
-	for _, f := range []string{"basic", "instrumented", "figure-5", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2",
-		"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "conflicts", "cronjob", "metadata-policy", "load", "traced", "waits"} {
+	for _, f := range recordedFixtures {
 		t.Run(f, func(t *testing.T) {
-			db := reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle"))
+			db := filepath.Join(t.TempDir(), "cpid.db")
+			if code, out, e := runCmd(t, nil, "ingest", "--db", db, filepath.Join("../../fixtures", f, "bundle")); code != 0 {
+				t.Fatalf("ingest: %d\n%s%s", code, out, e)
+			}
+			code, said, e := runCmd(t, nil, "reconstruct", "--db", db)
+			if code != 0 {
+				t.Fatalf("reconstruct: %d\n%s%s", code, said, e)
+			}
 			code, out, e := runCmd(t, nil, "query", "changes", "--db", db, "--output", "json", "--limit", "0")
 			if code != 0 {
 				t.Fatalf("query changes: %d\n%s", code, e)
@@ -211,13 +231,20 @@ func TestUnexplainedShare(t *testing.T) {
 			}
 			t.Logf("%s: %d changes, critical paths %.3fs, unexplained %.3fs (%.1f%%)", f, len(cs), float64(total)/1e9,
 				float64(unexplained)/1e9, 100*share)
-			if share >= 0.10 {
-				t.Errorf("%s: %.1f%% of the critical paths' time is unexplained (max 10%%)", f, 100*share)
+			if share > 0.02 {
+				t.Errorf("%s: %.1f%% of the critical paths' time is unexplained (max 2%%)", f, 100*share)
 			}
 			var n int
 			if err := openDB(t, db).QueryRow(`SELECT count(*) FROM revisions WHERE explain = 'unexplained' AND change_id IS NOT NULL
-				AND attempt = 0`).Scan(&n); err != nil || n != 0 {
-				t.Errorf("%s: %d accepted hops past their window unexplained (%v)", f, n, err)
+				AND attempt = 0`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			warned := 0
+			if m := regexp.MustCompile(`(\d+) write\(s\) waited past every window`).FindStringSubmatch(said + e); m != nil {
+				warned, _ = strconv.Atoi(m[1])
+			}
+			if warned != n {
+				t.Errorf("%s: %d hops kept in their changes unexplained, the data warning counts %d:\n%s%s", f, n, warned, said, e)
 			}
 		})
 	}
@@ -272,16 +299,66 @@ func envAttributed(t *testing.T, db *sql.DB, ids []string) map[string]string {
 	return out
 }
 
+// restartTriggers are the truth's triggers of a controller that stopped
+// and started again (or a new leader): while a user's change is pending,
+// the started process takes it up, and its writes stay in that change.
+var restartTriggers = map[string]cpid.Explain{"controller-start": cpid.ExplainRestart, "leader": cpid.ExplainLeaderGap}
+
+// tookUp checks an environment event of a restart or a leader change that
+// overlapped a user action: its writes are the action's
+// (checkAttribution counts them there), the user's change names the start
+// on the writes that waited for it (explain restart or leader-gap, the
+// wait inside the change's duration), and no controller-start change
+// takes them. It reports false for any other event.
+func tookUp(t *testing.T, db *sql.DB, tr envTruth, id, trigger string, startNS, endNS int64) (string, bool) {
+	t.Helper()
+	explain, ok := restartTriggers[trigger]
+	if !ok {
+		return "", false
+	}
+	open := false // a user action overlaps the event: begun before it, or during it (a scale into a leadership gap)
+	for _, a := range tr.Actions {
+		open = open || a.StartNS <= endNS && startNS <= a.SettledB
+	}
+	if !open {
+		return "", false
+	}
+	var n int
+	var change string
+	var waited, lasted int64
+	err := db.QueryRow(`SELECT count(*), COALESCE(max(c.id), ''), COALESCE(max(r.hop_ns), 0), COALESCE(max(c.settled_ns - c.started_ns), 0)
+		FROM revisions r JOIN changes c ON c.id = r.change_id
+		WHERE c.trigger = 'user' AND r.explain = ? AND r.stage_ns BETWEEN ? AND ?`, string(explain), startNS, endNS).
+		Scan(&n, &change, &waited, &lasted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts int
+	db.QueryRow(`SELECT count(*) FROM changes WHERE trigger = 'controller-start' AND started_ns BETWEEN ? AND ?`, startNS, endNS).Scan(&starts)
+	switch {
+	case n == 0:
+		t.Errorf("%s: no write of a user's change explained %s between %d and %d", id, explain, startNS, endNS)
+	case lasted < waited:
+		t.Errorf("%s: the user's change %s lasts %s, less than the %s its writes waited", id, change, time.Duration(lasted), time.Duration(waited))
+	}
+	if starts > 0 {
+		t.Errorf("%s: %d controller-start change(s) took writes of the pending user change", id, starts)
+	}
+	return fmt.Sprintf("%-18s trigger %-16s taken up by the user's change %.8s: %d write(s) explained %s, the longest after %s; it lasts %s",
+		id, trigger, change, n, explain, time.Duration(waited).Round(time.Millisecond), time.Duration(lasted).Round(time.Millisecond)), true
+}
+
 // tookOver returns the objects that environment events of tr which
-// start a change of their own (not conflicts) created, for those
-// events that started between an action's start and its end. The script
-// marks an event's start just before it acts (kills a process at
+// start a change of their own (not conflicts, not a restart or a new
+// leader taking up a pending change: tookUp) created, for those events
+// that started between an action's start and its end. The script marks an
+// event's start just before it acts (kills a process at
 // details.killed_ns): an object the apiserver created before that moment
 // is still the action's.
 func tookOver(db *sql.DB, tr envTruth, startNS, endNS int64) map[string]bool {
 	out := map[string]bool{}
 	for _, ev := range tr.Environment {
-		if envTrigger[ev.Trigger] == "" || ev.StartNS < startNS || ev.StartNS > endNS {
+		if envTrigger[ev.Trigger] == "" || restartTriggers[ev.Trigger] != "" || ev.StartNS < startNS || ev.StartNS > endNS {
 			continue
 		}
 		for _, c := range ev.Changes {
@@ -387,13 +464,15 @@ func TestAttributionLoad(t *testing.T) {
 	q.QueryRow(`SELECT count(*) FROM changes WHERE trigger = 'unknown'`).Scan(&unknown)
 	q.QueryRow(`SELECT count(*) FROM revisions WHERE explain = 'throttled'`).Scan(&throttled)
 	t.Logf("load: %d changes started by an unknown cause, %d hops explained by client-side throttling", unknown, throttled)
-	if throttled == 0 || unknown > 20 {
-		t.Errorf("%d hops throttled, %d changes of unknown cause (without the controller's throttling log: 477)", throttled, unknown)
+	if throttled == 0 || unknown > 0 {
+		t.Errorf("%d hops throttled, %d changes of unknown cause (without the controller's throttling log: 477; with the "+
+			"same requests only, before its status updates counted the deletes queued before them: 11)", throttled, unknown)
 	}
 }
 
-// TestLeaderGap: the write that opens the new leader's change after a
-// handover is explained leader-gap, naming the old holder and the new one:
+// TestLeaderGap: the new leader's first write for the user's pending
+// change after a handover is explained leader-gap, naming the old holder
+// and the new one:
 // from the Lease's holderIdentity in the audit log (leader-change), or,
 // with Leases audited at Metadata level, from the leaders' own "Successfully
 // acquired lease" log lines (leader-change-metadata).
@@ -401,18 +480,78 @@ func TestLeaderGap(t *testing.T) {
 	for _, c := range []struct{ fixture, holders string }{
 		{"leader-change", `held by (\S+) \(last renewed [0-9:.]+\) went to (\S+) at`},
 		{"leader-change-metadata", `went from (\S+) \(which had acquired it at [0-9:.]+\) to (\S+), which logged`},
+		// The user scaled while no one led: the whole scale-up waited.
+		{"leader-gap-scale", `held by (\S+) \(last renewed [0-9:.]+\) went to (\S+) at`},
 	} {
 		t.Run(c.fixture, func(t *testing.T) {
 			db := openDB(t, reconstructedFixture(t, filepath.Join("../../fixtures", c.fixture, "bundle")))
+			// The new leader took up the user's pending scale-up: its
+			// writes are in the user's change, explained leader-gap.
 			var detail string
-			if err := db.QueryRow(`SELECT r.explain_detail FROM changes c JOIN revisions r ON r.event_id = c.event_id
-				WHERE c.trigger = 'controller-start' AND r.explain = 'leader-gap'`).Scan(&detail); err != nil {
-				t.Fatalf("no controller-start change opened by a leader-gap write: %v", err)
+			if err := db.QueryRow(`SELECT r.explain_detail FROM changes c JOIN revisions r ON r.change_id = c.id
+				WHERE c.trigger = 'user' AND r.explain = 'leader-gap' ORDER BY r.stage_ns LIMIT 1`).Scan(&detail); err != nil {
+				t.Fatalf("no write of a user's change explained leader-gap: %v", err)
 			}
 			t.Logf("%s: %s", c.fixture, detail)
 			m := regexp.MustCompile(c.holders).FindStringSubmatch(detail)
 			if m == nil || m[1] == m[2] {
 				t.Errorf("the detail does not name two holders (%s): %s", c.holders, detail)
+			}
+		})
+	}
+}
+
+// recordedFixtures are the fixtures recorded from a real control plane
+// whose causality the tests check.
+var recordedFixtures = []string{"basic", "instrumented", "figure-5", "figure-5-text", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2",
+	"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts",
+	"cronjob", "metadata-policy", "load", "traced", "waits"}
+
+// TestCausesBeforeEffects: on every recorded fixture, no cause was
+// received after its effect; a cause found by time alone (the dependents
+// or siblings rules) completed before its effect was received; a cause
+// still in flight when its effect arrived (the watch delivers a write at
+// its etcd commit, before the apiserver answers: a Service's delete
+// completes after its ClusterIP is released) is one the effect's object
+// names (its own previous write, an owner, its Service, a Pod it lists,
+// its Node), and is counted; confidence exact only on an owner reference
+// with no other change to choose from, or a CPID annotation.
+func TestCausesBeforeEffects(t *testing.T) {
+	t.Parallel()
+	for _, f := range recordedFixtures {
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			db := openDB(t, reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle")))
+			var causes, after, timed, inFlight, exact, badExact int
+			err := db.QueryRow(`SELECT count(*),
+				COALESCE(sum(c.received_ns > e.received_ns), 0),
+				COALESCE(sum(c.stage_ns > e.received_ns AND r.cause_rule IN ('dependents', 'siblings')), 0),
+				COALESCE(sum(c.stage_ns > e.received_ns), 0),
+				COALESCE(sum(r.confidence = 'exact'), 0),
+				COALESCE(sum(r.confidence = 'exact' AND r.cause_rule <> 'owner' AND r.cpid_origin <> 'annotation'), 0)
+				FROM revisions r JOIN audit_events e ON e.id = r.event_id JOIN audit_events c ON c.id = r.cause_event_id`).
+				Scan(&causes, &after, &timed, &inFlight, &exact, &badExact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d causes, %d exact; %d still in flight when their effect arrived (named by the effect's object)",
+				f, causes, exact, inFlight)
+			if after > 0 || timed > 0 {
+				t.Errorf("%s: %d causes received after their effects, %d found by time alone completed after their effects arrived",
+					f, after, timed)
+				rows, _ := db.Query(`SELECT r.event_id, r.cause_event_id, r.cause_rule, r.writer, r.resource, r.name
+					FROM revisions r JOIN audit_events e ON e.id = r.event_id JOIN audit_events c ON c.id = r.cause_event_id
+					WHERE c.received_ns > e.received_ns OR c.stage_ns > e.received_ns AND r.cause_rule IN ('dependents', 'siblings') LIMIT 5`)
+				for rows.Next() {
+					var id, cause int64
+					var rule, writer, res, name string
+					rows.Scan(&id, &cause, &rule, &writer, &res, &name)
+					t.Logf("  event %d (%s %s %s) caused by %d, rule %s", id, writer, res, name, cause, rule)
+				}
+				rows.Close()
+			}
+			if badExact > 0 {
+				t.Errorf("%s: %d causes marked exact found by a heuristic rule", f, badExact)
 			}
 		})
 	}

@@ -25,7 +25,9 @@ func init() {
 const queryHelp = `Queries what reconstruct derived (run cpid-tui reconstruct first). The
 database is opened read-only: never created, never migrated.
 
-  changes            root changes (a user's write), newest first:
+  changes            root changes (a user's write, or what the environment
+                     did: a node, a controller that started again, a
+                     schedule, the garbage collector), newest first:
                      --sort time|duration|size, --filter TEXT, --limit N
                      (0: all), and the filters below
   timeline ID        every write of change ID in apiserver order: writer,
@@ -47,7 +49,7 @@ database is opened read-only: never created, never migrated.
                      clock-skew, repeated-write, transition-backwards (a
                      condition's lastTransitionTime moved back), merge-cycle;
                      each on its write and change (--change ID for one)
-  sli                p50/p90/p99 of user change to Pod created, scheduled,
+  sli                p50/p90/p99 of change start to Pod created, scheduled,
                      Running, Ready; the pod startup phases of the
                      Kubernetes scalability tests; hop latency per
                      controller; all in apiserver time (--change ID for one)

@@ -22,7 +22,12 @@ Derives from the ingested audit events and controller logs: every object's
 revisions in order, the CPID each write carries (from its annotation, or
 inferred from owner references, the object's previous write, Service and
 EndpointSlice targets, Node changes), the mergelogs and merge DAG, the root
-changes (a user's write) with the writes they caused, and anomalies.
+changes (a user's write, or what the environment did: a node, a controller
+that started again with nothing pending, a schedule, the garbage
+collector) with the writes they caused, and anomalies. A change ends only
+on such evidence: a write that waited past its writer's reaction window
+with nothing in the logs to say why stays in its cause's change,
+"unexplained", and the run warns with how many and the longest.
 
 Only what was ingested since the last run is processed; a run that finds
 events older than what it already processed (a rotated backup ingested late,
@@ -31,16 +36,20 @@ everything, in one transaction: readers see the old result until the new one
 is complete. --full forces a rebuild. Either way the result is the same. See
 docs/SCHEMA.md for the tables it fills.
 
-Every hop (cause -> write) is explained: within its writer's reaction window
-(informer, kubelet, toleration, node-grace; reconstruct.DefaultWindows) or
-by evidence (a retry after a failed write, the apiserver's own latency),
-else "unexplained". --window kwok=10m replaces a writer's windows (wider or
+Every hop (cause -> write) is explained: by evidence (a retry after a failed
+write, the writer's process starting again or a new leader, client-side
+throttling, the apiserver's own latency) or within its writer's reaction
+window (informer, kubelet, toleration, node-grace;
+reconstruct.DefaultWindows), else "unexplained". --ignore-cpids leaves out
+the CPIDs instrumented writers carry, so that inference alone decides (to
+measure it against an instrumented recording; on a copy of the database). --window kwok=10m replaces a writer's windows (wider or
 narrower); query hops --window kwok=10m prints them beside the hops observed
 (docs/CAUSALITY.md). -q prints only its warnings.`
 
 func setupReconstruct(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
 	full := fs.Bool("full", false, "rebuild everything instead of going on from the last run")
+	ignore := fs.Bool("ignore-cpids", false, "leave out the CPIDs writes carry (annotations, controllers' mergelog lines): inference alone decides, to measure it against an instrumented recording (a run that changes this setting rebuilds everything)")
 	var windows paths
 	fs.Var(&windows, "window", "a reaction window [RULE/]WRITER=DURATION before the defaults (repeatable; `query hops` shows them); with --full to apply it to what was derived before")
 	return func(ctx context.Context, args []string) error {
@@ -48,6 +57,7 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 			return usagef("unexpected arguments %q", args)
 		}
 		opt := runOptions(*full, 0)
+		opt.IgnoreCPIDs = *ignore
 		for _, w := range windows {
 			win, err := readWindow(w)
 			if err != nil {

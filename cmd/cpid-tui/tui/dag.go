@@ -339,7 +339,7 @@ func (d *dagView) detail(w int) []string {
 	}
 	first := fmt.Sprintf(" CPID %s · %s · first write %s · %s, %s", n.CPID, n.Origin, clock(n.FirstNS), plural(len(n.Objects), "object"),
 		writes(good, failed))
-	second := " root of the change: the user's write"
+	second := " root of the change: " + rootWrite(d.c.row.Trigger)
 	if len(n.Merges) > 0 && len(n.Merges[0].Sources) > 0 {
 		m := n.Merges[0]
 		second = fmt.Sprintf(" merged at %s by %s from %s", clock(m.TimeNS), m.Service, strings.Join(m.Sources, ", "))
@@ -347,6 +347,23 @@ func (d *dagView) detail(w int) []string {
 		second = " no merge recorded for it"
 	}
 	return append([]string{d.c.a.sty.dim.Render(strings.Repeat("─", w))}, lines(w, 2, first, second)...)
+}
+
+// rootWrite names the write a change of trigger started with.
+func rootWrite(t cpid.Trigger) string {
+	switch t {
+	case cpid.TriggerUser:
+		return "the user's write"
+	case cpid.TriggerNode:
+		return "the write that showed the node's change"
+	case cpid.TriggerControllerStart:
+		return "the first write of the controller that started again"
+	case cpid.TriggerSchedule:
+		return "the CronJob controller's write on its schedule"
+	case cpid.TriggerGC:
+		return "the garbage collector's write"
+	}
+	return "its first write (" + string(t) + ")"
 }
 
 func (d *dagView) status() string {

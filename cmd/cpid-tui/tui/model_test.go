@@ -473,15 +473,14 @@ func TestWalkthrough(t *testing.T) {
 		t.Errorf("the DAG names no source from the scale before:\n%s", plain(m))
 	}
 	press(t, m, "S")
-	last := c.tl.all[len(c.tl.all)-1]
-	if e, _ := c.tl.cursorEntry(); c.tab != paneTimeline || e.EventID != last.EventID || dur(e.HopNS) != "31.0ms" ||
-		e.Writer != "endpointslice-controller" || !e.Critical {
-		t.Errorf("S: cursor on %+v, want the last write, the EndpointSlice's 31.0ms hop", e)
+	if e, _ := c.tl.cursorEntry(); c.tab != paneTimeline || dur(e.HopNS) != "33.6ms" || e.Explain != "requeue" ||
+		e.Writer != "deployment-controller" || e.Critical {
+		t.Errorf("S: cursor on %+v, want the deployment controller's 33.6ms retry after its 409, off the critical path", e)
 	}
-	if !strings.Contains(plain(m), "informer 254ms (77%) · kubelet 55.3ms (16%)") {
+	if !strings.Contains(plain(m), "informer 196ms (67%) · kubelet 93.0ms (32%)") {
 		t.Errorf("where the time went:\n%s", plain(m))
 	}
-	for _, want := range []string{"endpointslice-controller update", "kwok delete", "replicaset-controller delete", "deployment-controller update"} {
+	for _, want := range []string{"kwok patch", "kube-scheduler create", "replicaset-controller create", "deployment-controller create"} {
 		press(t, m, "[")
 		if e, _ := c.tl.cursorEntry(); e.Writer+" "+e.Verb != want || !e.Critical {
 			t.Errorf("[: %s %s, want %s on the critical path", e.Writer, e.Verb, want)
