@@ -115,7 +115,8 @@ func (s *anomaliesScreen) view(w, h int) string {
 	kindW, changeW := 20, 10
 	objW := max(16, min(40, (w-4-13-kindW-changeW)/2))
 	lines = append(lines, st.header.Render(fit("    "+fit("TIME", 13)+fit("KIND", kindW+1)+fit("OBJECT", objW+1)+fit("CHANGE", changeW+1)+"DETAIL", w)))
-	const detailH = 3
+	detail := s.detail(w, h/2)
+	detailH := len(detail)
 	listH := max(1, h-len(lines)-detailH)
 	s.top = window(s.top, s.cursor, len(s.rows), listH)
 	for i := s.top; i < min(len(s.rows), s.top+listH); i++ {
@@ -141,10 +142,12 @@ func (s *anomaliesScreen) view(w, h int) string {
 	for len(lines) < h-detailH {
 		lines = append(lines, "")
 	}
-	return block(append(lines[:h-detailH], s.detail(w)...), w, h)
+	return block(append(lines[:h-detailH], detail...), w, h)
 }
 
-func (s *anomaliesScreen) detail(w int) []string {
+// detail describes the selected anomaly, in full with w, in at most most
+// lines.
+func (s *anomaliesScreen) detail(w, most int) []string {
 	out := []string{s.a.sty.dim.Render(strings.Repeat("─", w))}
 	if s.cursor >= len(s.rows) {
 		return out
@@ -154,7 +157,7 @@ func (s *anomaliesScreen) detail(w int) []string {
 	if a.Change != "" {
 		where = "change " + a.Change
 	}
-	return append(out, lines(w, 2, fmt.Sprintf(" %s  %s on %s, audit event %d, %s", stamp(a.NS), a.Kind, s.object(a), a.EventID, where),
+	return append(out, s.a.details(w, 2, most, fmt.Sprintf(" %s  %s on %s, audit event %d, %s", stamp(a.NS), a.Kind, s.object(a), a.EventID, where),
 		" "+a.Detail)...)
 }
 

@@ -314,8 +314,8 @@ type column struct {
 func (c *changesScreen) columns(w int) []column {
 	cols := []column{
 		{title: "STARTED", width: 12, cell: func(r cpid.ChangeRow) string { return clock(r.StartedNS) }},
-		{title: "TRIGGER", width: 8, drop: 1, cell: func(r cpid.ChangeRow) string { return string(r.Trigger) }},
-		{title: "WHO", cell: func(r cpid.ChangeRow) string {
+		{title: "TRIGGER", width: 8, drop: 4, cell: func(r cpid.ChangeRow) string { return string(r.Trigger) }},
+		{title: "WHO", drop: 2, cell: func(r cpid.ChangeRow) string {
 			if a := agent(r.UserAgent); a != "" {
 				return r.User + " (" + a + ")"
 			}
@@ -323,22 +323,39 @@ func (c *changesScreen) columns(w int) []column {
 		}},
 		{title: "VERB", width: c.verbWidth(), cell: func(r cpid.ChangeRow) string { return withSub(r.Verb, r.Subresource) }},
 		{title: "OBJECT", object: true, cell: func(r cpid.ChangeRow) string { return object(r.Kind, r.Namespace, r.Name) }},
-		{title: "OBJS", width: 4, right: true, drop: 2, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Objects) }},
+		{title: "OBJS", width: 4, right: true, drop: 1, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Objects) }},
 		{title: "WRITES", width: 6, right: true, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Writes) }},
 		{title: "SETTLED", width: 7, right: true, cell: func(r cpid.ChangeRow) string { return dur(r.SettledNS - r.StartedNS) }},
-		{title: "SLOWEST", width: 7, right: true, drop: 1, cell: func(r cpid.ChangeRow) string { return dur(r.SlowestHopNS) }},
+		{title: "SLOWEST", width: 7, right: true, drop: 3, cell: func(r cpid.ChangeRow) string { return dur(r.SlowestHopNS) }},
 	}
 	// A database that holds a fleet shows whose change each is.
 	if c.clusters() > 1 {
 		cols = append([]column{{title: "CLUSTER", width: 10, cell: func(r cpid.ChangeRow) string { return r.Cluster }}}, cols...)
 	}
-	// Drop columns until the flexible ones get 40 cells.
-	for d := 1; d <= 2; d++ {
-		fixed := 4
+	// Drop what matters least until the flexible columns have room: the
+	// objects count, then who (the line under the list names them), and
+	// only then the slowest hop and the trigger, which say where to look.
+	hasWho := func() bool {
 		for _, col := range cols {
-			fixed += col.width + 1
+			if col.title == "WHO" {
+				return true
+			}
 		}
-		if w-fixed >= 40 {
+		return false
+	}
+	fixedW := func() int {
+		n := 4
+		for _, col := range cols {
+			n += col.width + 1
+		}
+		return n
+	}
+	for d := 1; d <= 4; d++ {
+		need := 18 // the object alone
+		if hasWho() {
+			need = 36
+		}
+		if w-fixedW() >= need {
 			break
 		}
 		var kept []column
@@ -349,17 +366,17 @@ func (c *changesScreen) columns(w int) []column {
 		}
 		cols = kept
 	}
-	fixed := 4
-	for _, col := range cols {
-		fixed += col.width + 1
+	flex := max(w-fixedW(), 18)
+	who := 0
+	if hasWho() {
+		who = flex * 2 / 5
 	}
-	flex := max(w-fixed, 20)
 	for i := range cols {
 		switch cols[i].title {
 		case "WHO":
-			cols[i].width = flex * 2 / 5
+			cols[i].width = who
 		case "OBJECT":
-			cols[i].width = flex - flex*2/5
+			cols[i].width = flex - who
 		}
 	}
 	return cols
@@ -409,7 +426,8 @@ func (c *changesScreen) view(w, h int) string {
 		head += cell(col, col.title) + " "
 	}
 	lines = append(lines, s.header.Render(fit(head, w)))
-	detail := 3
+	d := c.detail(w, h/2)
+	detail := len(d)
 	rowsH := max(1, h-len(lines)-detail)
 	c.top = window(c.top, c.cursor, c.total, rowsH)
 	for i := c.top; i < min(c.total, c.top+rowsH); i++ {
@@ -442,7 +460,7 @@ func (c *changesScreen) view(w, h int) string {
 	for len(lines) < h-detail {
 		lines = append(lines, "")
 	}
-	lines = append(lines[:h-detail], c.detail(w)...)
+	lines = append(lines[:h-detail], d...)
 	return block(lines, w, h)
 }
 
@@ -457,8 +475,9 @@ func (c *changesScreen) flag(r cpid.ChangeRow) string {
 	return " "
 }
 
-// detail describes the selected change in full under the list.
-func (c *changesScreen) detail(w int) []string {
+// detail describes the selected change under the list, in full with w,
+// in at most most lines.
+func (c *changesScreen) detail(w, most int) []string {
 	r, ok := c.selected()
 	if !ok {
 		return []string{strings.Repeat("─", w)}
@@ -473,7 +492,7 @@ func (c *changesScreen) detail(w int) []string {
 	if r.Trigger != "" && r.Trigger != cpid.TriggerUser {
 		who = fmt.Sprintf(" change %s · trigger %s: %s", r.ID, r.Trigger, r.TriggerDetail)
 	}
-	return append([]string{c.a.sty.dim.Render(strings.Repeat("─", w))}, lines(w, 2, what, who)...)
+	return append([]string{c.a.sty.dim.Render(strings.Repeat("─", w))}, c.a.details(w, 2, most, what, who)...)
 }
 
 // verbWidth fits the verbs of the rows read (patch/scale), 6 to 16 cells.

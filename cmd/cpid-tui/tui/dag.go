@@ -204,7 +204,8 @@ func (d *dagView) view(w, h int) string {
 	s := &d.c.a.sty
 	lines := []string{s.dim.Render(lines1(fmt.Sprintf(" %s · %s", plural(len(d.g.Nodes), "CPID"),
 		"space folds · enter on an object: its revisions · o origins · r related changes"), w))}
-	listH := h - 1 - 3
+	detail := d.detail(w, h/2)
+	listH := h - 1 - len(detail)
 	d.top = window(d.top, d.cursor, len(d.rows), listH)
 	for i := d.top; i < min(len(d.rows), d.top+listH); i++ {
 		line := mark(i == d.cursor) + d.rowText(d.rows[i], w)
@@ -220,10 +221,10 @@ func (d *dagView) view(w, h int) string {
 			lines = append(lines, "  no CPID: the change's writes were not explained")
 		}
 	}
-	for len(lines) < h-3 {
+	for len(lines) < h-len(detail) {
 		lines = append(lines, "")
 	}
-	return block(append(lines[:h-3], d.detail(w)...), w, h)
+	return block(append(lines[:h-len(detail)], detail...), w, h)
 }
 
 // infoWidth is the width of the objects' writes and writers, the same
@@ -327,8 +328,9 @@ func (d *dagView) nodeText(n cpid.GraphNode) string {
 	return fmt.Sprintf("merged by %s (%s) ← %s", m.Service, m.Origin, strings.Join(srcs, " + "))
 }
 
-// detail describes the selected CPID in full.
-func (d *dagView) detail(w int) []string {
+// detail describes the selected CPID, in full with w, in at most most
+// lines.
+func (d *dagView) detail(w, most int) []string {
 	n, ok := d.selectedNode()
 	if !ok {
 		return nil
@@ -346,7 +348,7 @@ func (d *dagView) detail(w int) []string {
 	} else if n.Origin != "root" {
 		second = " no merge recorded for it"
 	}
-	return append([]string{d.c.a.sty.dim.Render(strings.Repeat("─", w))}, lines(w, 2, first, second)...)
+	return append([]string{d.c.a.sty.dim.Render(strings.Repeat("─", w))}, d.c.a.details(w, 2, most, first, second)...)
 }
 
 // rootWrite names the write a change of trigger started with.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // helpView lists the keys of the screen on top beside the global ones, and
@@ -16,20 +17,29 @@ func (m *Model) helpView(w, h int) string {
 	if w >= 76 {
 		colW = w / 2
 	}
-	row := func(b key.Binding) string {
-		return "   " + s.key.Render(fit(b.Help().Key, 12)) + " " + lines1(b.Help().Desc, colW-17)
+	// A key's description in one line, cut; whole with w.
+	row := func(b key.Binding) []string {
+		descs := []string{lines1(b.Help().Desc, colW-17)}
+		if m.a.whole {
+			descs = strings.Split(ansi.Hardwrap(ansi.Wordwrap(b.Help().Desc, colW-17, ""), colW-17, true), "\n")
+		}
+		out := []string{"   " + s.key.Render(fit(b.Help().Key, 12)) + " " + descs[0]}
+		for _, d := range descs[1:] {
+			out = append(out, strings.Repeat(" ", 16)+strings.TrimLeft(d, " "))
+		}
+		return out
 	}
 	here := []string{s.header.Render(" Keys here (" + elide(m.top().crumb(), colW-14) + ")")}
 	seen := map[string]bool{}
 	for _, b := range m.top().help() {
 		if !seen[b.Help().Key] {
 			seen[b.Help().Key] = true
-			here = append(here, row(b))
+			here = append(here, row(b)...)
 		}
 	}
 	every := []string{s.header.Render(" Everywhere")}
-	for _, b := range []key.Binding{k.Filter, k.Command, k.Back, k.Refresh, k.Help, k.Quit} {
-		every = append(every, row(b))
+	for _, b := range []key.Binding{k.Filter, k.Command, k.Back, k.Whole, k.Refresh, k.Help, k.Quit} {
+		every = append(every, row(b)...)
 	}
 	every = append(every, "", s.header.Render(" Commands (:, tab completes)"))
 	for _, c := range commands {

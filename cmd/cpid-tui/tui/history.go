@@ -197,7 +197,8 @@ func (h *historyScreen) view(w, hgt int) string {
 		cause = ""
 	}
 	lines = append(lines, s.header.Render(fit("      "+fit("TIME", 13)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("CHANGE", changeW+1)+cause, w)))
-	const detailH = 4
+	detail := h.detail(w, hgt/2)
+	detailH := len(detail)
 	listH := max(1, hgt-len(lines)-detailH)
 	h.top = window(h.top, h.cursor, len(h.rows), listH)
 	for i := h.top; i < min(len(h.rows), h.top+listH); i++ {
@@ -209,7 +210,7 @@ func (h *historyScreen) view(w, hgt int) string {
 	for len(lines) < hgt-detailH {
 		lines = append(lines, "")
 	}
-	return block(append(lines[:hgt-detailH], h.detail(w)...), w, hgt)
+	return block(append(lines[:hgt-detailH], detail...), w, hgt)
 }
 
 func (h *historyScreen) row(i, w int) string {
@@ -264,8 +265,8 @@ func (h *historyScreen) cause(x cpid.ObjectWrite, w int) string {
 }
 
 // detail describes the selected write: who (user and agent), its change
-// and what started it, its cause in full.
-func (h *historyScreen) detail(w int) []string {
+// and what started it, its cause; in full with w, in at most most lines.
+func (h *historyScreen) detail(w, most int) []string {
 	s := &h.a.sty
 	i, ok := h.current()
 	if !ok {
@@ -297,7 +298,7 @@ func (h *historyScreen) detail(w int) []string {
 	case x.Origin != "root":
 		third = " no cause found"
 	}
-	return append([]string{s.dim.Render(strings.Repeat("─", w))}, lines(w, 3, first, second, third)...)
+	return append([]string{s.dim.Render(strings.Repeat("─", w))}, h.a.details(w, 3, most, first, second, third)...)
 }
 
 func (h *historyScreen) status() string {

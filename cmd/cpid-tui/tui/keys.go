@@ -12,6 +12,7 @@ type keys struct {
 	Left, Right                             key.Binding
 	Open, Back, Filter, Tab, BackTab        key.Binding
 	Help, Quit, Refresh, Command            key.Binding
+	Whole                                   key.Binding // every screen: cut text in full
 
 	Sort, Mark, Compare key.Binding // changes
 
@@ -50,6 +51,8 @@ func newKeys() keys {
 		Quit:     b("q", "quit", "q", "ctrl+c"),
 		Refresh:  b("ctrl+r", "reload now", "ctrl+r"),
 		Command:  b(":", "command: changes, history TYPE/NAME, anomalies, diff ID1 ID2, change ID", ":"),
+		// w as k9s's wrap: the lines under a list show what they cut.
+		Whole: b("w", "wrap: the text under the list in full, not cut (w again: cut)", "w"),
 
 		Sort:    b("s", "sort: time, duration, size", "s"),
 		Mark:    b("space", "mark: the change to compare (d)", "space"),

@@ -171,7 +171,8 @@ func (l *logsView) view(w, h int) string {
 			plural(len(l.set.Lines), "line"), clock(l.set.FromNS), clock(l.set.ToNS), linked)
 	}
 	lines = append(lines, s.dim.Render(lines1(src, w)))
-	const detailH = 4
+	detail := l.detail(w, h/2)
+	detailH := len(detail)
 	listH := max(1, h-len(lines)-detailH)
 	// The timeline cursor is a line of its own among the log lines.
 	at := -1
@@ -210,7 +211,7 @@ func (l *logsView) view(w, h int) string {
 	for len(lines) < h-detailH {
 		lines = append(lines, "")
 	}
-	return block(append(lines[:h-detailH], l.detail(w)...), w, h)
+	return block(append(lines[:h-detailH], detail...), w, h)
 }
 
 func (l *logsView) row(i, w int, lo int64) string {
@@ -277,8 +278,8 @@ func component(c string) string {
 }
 
 // detail shows the selected line whole: where it came from, and every
-// field.
-func (l *logsView) detail(w int) []string {
+// field; in full with w, in at most most lines.
+func (l *logsView) detail(w, most int) []string {
 	s := &l.c.a.sty
 	out := []string{s.dim.Render(strings.Repeat("─", w))}
 	if l.cursor >= len(l.lines) {
@@ -292,7 +293,7 @@ func (l *logsView) detail(w int) []string {
 		explains = fmt.Sprintf(" → explains %s %s %s at %s (enter shows it on the timeline)", e.Writer, withSub(e.Verb, e.Subresource),
 			object(e.Kind, e.Namespace, e.Name), offset(e.NS-l.c.row.StartedNS))
 	}
-	return append(out, lines(w, 3, where, explains, " "+fieldsText(ln.Fields))...)
+	return append(out, l.c.a.details(w, 3, most, where, explains, " "+fieldsText(ln.Fields))...)
 }
 
 // fieldsText renders a log line's fields as key=value, in the line's order,

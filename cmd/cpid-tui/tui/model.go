@@ -42,6 +42,9 @@ type app struct {
 	// version is the data version last read: its CutoffNS says which
 	// writes the next reconstruct may still redo.
 	version cpid.DataVersion
+	// whole: the lines under every list show their text in full, wrapped,
+	// instead of one line each cut with " …" (w).
+	whole bool
 }
 
 // screen is one level of the breadcrumb: the changes list, a change, a list
@@ -296,6 +299,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, k.Refresh):
 		return tea.Batch(m.top().load(), m.checkVersion())
+	case key.Matches(msg, k.Whole):
+		m.a.whole = !m.a.whole
+		return nil
 	case key.Matches(msg, k.Command):
 		m.commanding = true
 		m.cmdline.SetValue("")

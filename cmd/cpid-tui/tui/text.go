@@ -195,7 +195,11 @@ func lines(w, n int, texts ...string) []string {
 	var out []string
 	for i, t := range texts {
 		ls := wrapped[i][:min(alloc[i], len(wrapped[i]))]
-		if len(ls) < len(wrapped[i]) && len(ls) > 0 {
+		if len(ls) == 1 && len(wrapped[i]) > 1 {
+			// One line of a longer sentence: cut between words, not
+			// where wrapping would break a name (web-69d9…).
+			ls = []string{cutWords(" "+strings.TrimPrefix(t, " "), w)}
+		} else if len(ls) < len(wrapped[i]) && len(ls) > 0 {
 			// Cut short: wrapped again with room for " …".
 			short := wrap(strings.TrimPrefix(t, " "), w-3)
 			ls = ls[:0]
@@ -210,6 +214,26 @@ func lines(w, n int, texts ...string) []string {
 		out = append(out, ls...)
 	}
 	return out
+}
+
+// whole lays a sentence out in full, in as many lines of w cells as it
+// wraps to.
+func whole(w int, text string) []string {
+	return lines(w, len(wrap(strings.TrimPrefix(text, " "), w-1)), text)
+}
+
+// details lays out the sentences under a list in n lines, as lines does;
+// when the app shows text whole (w), every sentence in full, in at most
+// most lines.
+func (a *app) details(w, n, most int, texts ...string) []string {
+	if !a.whole {
+		return lines(w, n, texts...)
+	}
+	all := 0
+	for _, t := range texts {
+		all += len(wrap(strings.TrimPrefix(t, " "), w-1))
+	}
+	return lines(w, max(n, min(all, most)), texts...)
 }
 
 // cutWords ends a line that goes on: its last words dropped until " …"

@@ -7,6 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -243,18 +244,17 @@ func (t *timelineView) view(w, h int) string {
 		return block([]string{"", "  the change has no writes"}, w, h)
 	}
 	lanes := t.lanes()
-	// The selected write's detail: a line more for its anomalies.
-	detailH := 3
-	if e, ok := t.cursorEntry(); ok && len(t.anoms[e.EventID]) > 0 {
-		detailH = 4
-	}
+	// The selected write's detail, as many lines as its hop and reason
+	// take: the chart and the list share what is left.
+	lo, _ := t.bounds()
+	detail := t.detail(w, max(3, h-9), lo)
+	detailH := len(detail)
 	// The chart gets about half the height, the list the rest.
 	laneH := max(1, min(len(lanes), (h-detailH-4)/2))
 	listH := max(1, h-detailH-4-laneH)
 	labelW := min(28, max(12, w/4))
 	chartW := max(10, w-labelW-3)
 	from, to := t.shown()
-	lo, _ := t.bounds()
 	x := func(ns int64) int {
 		return int(float64(ns-from) * float64(chartW-1) / float64(to-from))
 	}
@@ -299,12 +299,8 @@ func (t *timelineView) view(w, h int) string {
 	}
 	lines = append(lines, " "+fit(s.dim.Render(plural(len(lanes), "lane")), labelW)+" "+pointer)
 	lines = append(lines, s.dim.Render(lines1(" "+timeWent(t.all), w)))
-	writerW, verbW, objW, hopW := t.listWidths(w)
-	hopHead := "HOP"
-	if hopW == 0 {
-		hopHead = ""
-	}
-	lines = append(lines, s.header.Render(fit("      "+fit("AFTER", 10)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("OBJECT", objW+1)+hopHead, w)))
+	writerW, verbW, objW, _ := t.listWidths(w)
+	lines = append(lines, s.header.Render(fit("      "+fit("AFTER", 10)+fit("WRITER", writerW+1)+fit("VERB", verbW+1)+fit("OBJECT", objW+1)+"HOP", w)))
 
 	t.listTop = window(t.listTop, t.cursor, len(t.ents), listH)
 	for i := t.listTop; i < min(len(t.ents), t.listTop+listH); i++ {
@@ -316,7 +312,7 @@ func (t *timelineView) view(w, h int) string {
 	for len(lines) < h-detailH {
 		lines = append(lines, "")
 	}
-	return block(append(lines[:h-detailH], t.detail(w, lo)...), w, h)
+	return block(append(lines[:h-detailH], detail...), w, h)
 }
 
 // timeWent says where the change's time went: the hops of its critical
@@ -423,8 +419,19 @@ func (t *timelineView) lane(name string, w int, x func(int64) int, from, to int6
 
 // listWidths shares the width of the write list among its columns: the
 // writer gets two fifths of what the fixed ones leave, the object the rest.
+// The hop says why it waited when there is room; else its duration alone
+// (the detail under the list says why).
 func (t *timelineView) listWidths(w int) (writer, verb, obj, hop int) {
-	verb = 18
+	verb = 6
+	for _, e := range t.ents {
+		v := ansi.StringWidth(withSub(e.Verb, e.Subresource))
+		if e.Attempt {
+			v += 4
+		}
+		verb = max(verb, v)
+	}
+	verb = min(verb, 18)
+	hop = 8
 	if w >= 90 {
 		hop = 20 + (w-90)/4
 	}
@@ -432,6 +439,9 @@ func (t *timelineView) listWidths(w int) (writer, verb, obj, hop int) {
 	writer = min(26, rest*2/5)
 	return writer, verb, rest - writer - 2, hop
 }
+
+// narrowHop reports whether the list's HOP column holds the duration alone.
+func narrowHop(w int) bool { return w < 90 }
 
 func fmtPlain(s ...string) string { return strings.Join(s, "") }
 
@@ -450,13 +460,14 @@ func (t *timelineView) row(i, w int, lo int64) string {
 		verb += fmt.Sprintf(" %d", e.Code)
 	}
 	hop := ""
-	if e.CauseID != 0 {
+	switch {
+	case e.CauseID == 0:
+	case narrowHop(w):
+		hop = "+" + dur(e.HopNS)
+	default:
 		hop = "hop +" + dur(e.HopNS) + " " + string(e.Explain)
 	}
-	writerW, verbW, objW, hopW := t.listWidths(w)
-	if hopW == 0 {
-		hop = ""
-	}
+	writerW, verbW, objW, _ := t.listWidths(w)
 	line := mark(i == t.cursor) + g + " " + t.flag(e) + " " + fit(offset(e.NS-lo), 9) + " " + fitName(e.Writer, writerW) + " " +
 		fit(verb, verbW) + " " + objectName(e.Kind, e.Namespace, e.Name, objW) + " " + hop
 	switch {
@@ -482,12 +493,16 @@ func (t *timelineView) flag(e cpid.TimelineEntry) string {
 	return " "
 }
 
-// detail describes the selected write and what caused it.
-func (t *timelineView) detail(w int, lo int64) []string {
+// detail describes the selected write, in at most most lines under a
+// rule: the write, its anomalies, its hop and why it waited (always in
+// full, wrapped), and what caused it. The rest is one line each, cut with
+// " …", unless the app shows text whole (w).
+func (t *timelineView) detail(w, most int, lo int64) []string {
 	s := &t.c.a.sty
+	rule := s.dim.Render(strings.Repeat("─", w))
 	e, ok := t.cursorEntry()
 	if !ok {
-		return []string{s.dim.Render(strings.Repeat("─", w))}
+		return []string{rule}
 	}
 	crit := ""
 	if e.Critical {
@@ -498,36 +513,52 @@ func (t *timelineView) detail(w int, lo int64) []string {
 	if e.Attempt {
 		first += fmt.Sprintf(" · failed %d", e.Code)
 	}
-	var anomalies []string
-	for _, a := range t.anoms[e.EventID] {
-		anomalies = append(anomalies, "! anomaly "+a.Kind+": "+a.Detail)
+	texts := []string{first}
+	if as := t.anoms[e.EventID]; len(as) > 0 {
+		var parts []string
+		for _, a := range as {
+			parts = append(parts, "! anomaly "+a.Kind+": "+a.Detail)
+		}
+		texts = append(texts, " "+strings.Join(parts, " · "))
 	}
-	second := " started the change"
+	why := " started the change: no cause"
+	cause := ""
 	if e.CauseID != 0 {
-		second = fmt.Sprintf(" caused by audit event %d (rule %s), visible at %s; hop %s", e.CauseID, e.Rule, offset(e.CauseNS-lo), dur(e.HopNS))
+		why = " hop " + dur(e.HopNS)
+		if e.Explain != "" {
+			why += " · why: " + string(e.Explain)
+			if e.ExplainDetail != "" {
+				why += ": " + e.ExplainDetail
+			}
+		}
+		cause = fmt.Sprintf(" caused by audit event %d (rule %s), visible at %s", e.CauseID, e.Rule, offset(e.CauseNS-lo))
 		for _, c := range t.all {
 			if c.EventID == e.CauseID {
-				second = fmt.Sprintf(" caused by %s %s %s at %s (rule %s); hop %s", c.Writer, withSub(c.Verb, c.Subresource),
-					object(c.Kind, c.Namespace, c.Name), offset(c.NS-lo), e.Rule, dur(e.HopNS))
+				cause = fmt.Sprintf(" caused by %s %s %s at %s (rule %s)", c.Writer, withSub(c.Verb, c.Subresource),
+					object(c.Kind, c.Namespace, c.Name), offset(c.NS-lo), e.Rule)
 			}
 		}
 		if e.Confidence == cpid.ConfidenceHeuristic {
-			second += " · ? found by time alone (heuristic): nothing names the cause"
-		}
-	}
-	if e.Explain != "" {
-		second += " · why: " + string(e.Explain)
-		if e.ExplainDetail != "" {
-			second += " (" + e.ExplainDetail + ")"
+			cause += " · ? found by time alone (heuristic): nothing names the cause"
 		}
 	}
 	if e.CPID != "" {
-		second += fmt.Sprintf(" · CPID %s (%s)", short(e.CPID), e.Origin)
+		cause += fmt.Sprintf(" · CPID %s (%s)", short(e.CPID), e.Origin)
 	}
-	if len(anomalies) > 0 {
-		return append([]string{s.dim.Render(strings.Repeat("─", w))}, lines(w, 3, first, " "+strings.Join(anomalies, " · "), second)...)
+	out := append([]string{rule}, t.c.a.details(w, len(texts), most, texts...)...)
+	out = append(out, whole(w, why)...)
+	if cause != "" {
+		out = append(out, t.c.a.details(w, 1, most, cause)...)
 	}
-	return append([]string{s.dim.Render(strings.Repeat("─", w))}, lines(w, 2, first, second)...)
+	if len(out) > most+1 {
+		// Too much for the screen: one line each, the reason first.
+		all := append([]string{why}, texts...)
+		if cause != "" {
+			all = append(all, cause)
+		}
+		out = append([]string{rule}, lines(w, most, all...)...)
+	}
+	return out
 }
 
 func (t *timelineView) status() string {

@@ -286,6 +286,20 @@ func TestGoldenScreens(t *testing.T) {
 			cases = append(cases, v)
 		}
 	}
+	// The timeline of a long reason (a scale into a leadership gap, on its
+	// slowest hop), and the changes around it, at 80x24, 120x40, 200x50;
+	// w shows the cut text whole.
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		for _, v := range []screen{
+			{name: "changes-leader-gap", fixture: "leader-gap-scale"},
+			{name: "change-timeline-leader-gap", fixture: "leader-gap-scale", keys: []string{"s", "S"}},
+			{name: "change-timeline-leader-gap-wrap", fixture: "leader-gap-scale", keys: []string{"s", "S", "w"}},
+		} {
+			v.name = fmt.Sprintf("%s-%dx%d", v.name, size[0], size[1])
+			v.w, v.h = size[0], size[1]
+			cases = append(cases, v)
+		}
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := newTestOf(t, cmp.Or(c.fixture, "basic"), c.w, c.h, Options{})
