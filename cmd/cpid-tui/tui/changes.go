@@ -45,6 +45,12 @@ type changesScreen struct {
 	cursor int // index in the whole list
 	top    int
 	seq    int // the latest load request; older results are dropped
+	// stale: the rows shown are not those of the list asked for (a filter
+	// or sort still loading, a page not read yet); the keys pressed
+	// meanwhile wait in queued and act on the list when it arrives, never
+	// on rows the user no longer sees.
+	stale  bool
+	queued []tea.KeyPressMsg
 	loaded bool
 	err    error
 	// anomalies counts what reconstruct flagged, by change.
@@ -175,6 +181,8 @@ func (c *changesScreen) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		c.loaded, c.err = true, msg.err
+		queued := c.queued
+		c.stale, c.queued = false, nil
 		if msg.err != nil {
 			return nil
 		}
@@ -186,8 +194,22 @@ func (c *changesScreen) update(msg tea.Msg) tea.Cmd {
 				c.cursor = c.base + i
 			}
 		}
-		return nil
+		// The keys pressed while it loaded, on the list that arrived.
+		var cmds []tea.Cmd
+		for i, k := range queued {
+			cmds = append(cmds, c.key(k))
+			if c.stale {
+				// A key asked for another list: the rest wait for it.
+				c.queued = append(c.queued, queued[i+1:]...)
+				break
+			}
+		}
+		return tea.Batch(cmds...)
 	case tea.KeyPressMsg:
+		if c.stale {
+			c.queued = append(c.queued, msg)
+			return nil
+		}
 		return c.key(msg)
 	}
 	return nil
@@ -220,6 +242,7 @@ func (c *changesScreen) key(msg tea.KeyPressMsg) tea.Cmd {
 			}
 		}
 		c.cursor, c.top = 0, 0
+		c.stale = true
 		return c.fetch(0, "")
 	case key.Matches(msg, k.Open, k.Right, k.Slowest):
 		if r, ok := c.selected(); ok {
@@ -262,6 +285,7 @@ func (c *changesScreen) move(i int) tea.Cmd {
 	}
 	c.cursor = clamp(i, c.total)
 	if !c.fixed && (c.cursor < c.base || c.cursor >= c.base+len(c.rows)) {
+		c.stale = true
 		return c.fetch(c.cursor, "")
 	}
 	return nil
@@ -269,9 +293,15 @@ func (c *changesScreen) move(i int) tea.Cmd {
 
 func (c *changesScreen) filterText() string { return c.filter }
 
+// setFilter asks for the changes f keeps. The keys queued for the list
+// of the filter before are dropped: they were meant for a list no longer
+// asked for.
 func (c *changesScreen) setFilter(f string) tea.Cmd {
 	c.filter = f
 	c.cursor, c.top = 0, 0
+	if !c.fixed {
+		c.stale, c.queued = true, nil
+	}
 	return c.fetch(0, "")
 }
 
