@@ -83,9 +83,32 @@ func (m *Model) command(line string) tea.Cmd {
 	}
 	c, ok := lookup(fields[0])
 	if !ok {
+		if cmd, ok := m.resourceCommand(fields); ok {
+			return cmd
+		}
 		return notice(fmt.Sprintf("unknown command %q: %s", fields[0], usages()))
 	}
 	return c.run(m, fields[1:])
+}
+
+// resourceCommand takes a command line that starts with a resource, as in
+// k9s: :pods NAME, :deploy/web, :no kwok-node-0 -n ns open the history of
+// the object (as :history does); false when the line does not start with
+// a resource (a built-in one by any of kubectl's names, or any resource
+// followed by a name).
+func (m *Model) resourceCommand(fields []string) (tea.Cmd, bool) {
+	typ, name, slash := strings.Cut(fields[0], "/")
+	t, err := cpid.ParseType(typ)
+	if err != nil || (t.Scope == cpid.ScopeUnknown && !slash && len(fields) == 1) {
+		return nil, false
+	}
+	if !slash && len(fields) == 1 || slash && name == "" {
+		// Listing every object of a resource needs a query the store
+		// does not have yet: one object at a time, by its name.
+		return notice(fmt.Sprintf(":%s wants a name: :%s NAME [-n NAMESPACE] opens the history of one (or / filters the changes by a name)",
+			typ, typ)), true
+	}
+	return m.historyCommand(fields), true
 }
 
 // historyCommand opens the history of the object a kubectl-style
