@@ -190,6 +190,10 @@ const (
 	ExplainToleration Explain = "toleration"
 	// ExplainNodeGrace: the node monitor grace period ran out.
 	ExplainNodeGrace Explain = "node-grace"
+	// ExplainDeletionGrace: the namespace controller waits 5 s after a
+	// namespace's event before it deletes the namespace's content, and
+	// again between its passes.
+	ExplainDeletionGrace Explain = "deletion-grace"
 	// ExplainUnschedulable: the Pod could not be scheduled meanwhile.
 	ExplainUnschedulable Explain = "unschedulable"
 	// ExplainKubelet: the node's side (the kubelet starting or stopping

@@ -301,7 +301,8 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	for _, c := range out.Changes {
 		b.Queue(`INSERT INTO changes(id, event_id, started_ns, settled_ns, "user", verb, api_group, resource,
 			subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
-			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, $4, $5, $6
+			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource,
+				CASE WHEN resource = 'namespaces' AND api_group = '' THEN '' ELSE namespace END, name, 0, 0, cluster, $4, $5, $6
 			FROM audit_events WHERE id = $3
 			ON CONFLICT (id) DO UPDATE SET event_id = excluded.event_id, started_ns = excluded.started_ns,
 			settled_ns = excluded.settled_ns, "user" = excluded."user", verb = excluded.verb, api_group = excluded.api_group,

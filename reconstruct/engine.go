@@ -437,6 +437,15 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 				// meanwhile (kubectl annotate) did not cause them.
 				r = c.observedSpec(e.ReceivedNS)
 			}
+			// A deletecollection of the object's resource in its namespace
+			// (the namespace controller emptying a namespace) stands for
+			// the delete of every object it held: the audit log has one
+			// event for the collection, none for each object.
+			if coll := en.objects[collectionOf(k)]; coll != nil && k.Name != "" && !(e.Verb == "create" && e.Subresource == "" && k == o.Key) {
+				if cr := coll.observed(e.ReceivedNS); cr != nil && (r == nil || cr.ReceivedNS > r.StageNS) {
+					r = cr
+				}
+			}
 			if r == nil || seen[r.EventID] || r.EventID == e.ID {
 				continue
 			}
@@ -445,6 +454,13 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 		}
 	}
 	return out
+}
+
+// collectionOf is the key of the collection k belongs to: its resource in
+// its namespace, the key of a deletecollection.
+func collectionOf(k cpid.ObjectKey) cpid.ObjectKey {
+	k.Name = ""
+	return k
 }
 
 // rootOf says that a write starts a change, and why; the zero value says

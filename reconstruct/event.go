@@ -71,7 +71,14 @@ type Event struct {
 
 // Key is the object the event wrote.
 func (e *Event) Key() cpid.ObjectKey {
-	return cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
+	ns := e.Namespace
+	if e.Resource == "namespaces" && e.APIGroup == "" {
+		// kube-apiserver's request info gives a Namespace's own name as
+		// the namespace of the requests on it (delete, status, finalize),
+		// not of its create: a Namespace is cluster-scoped.
+		ns = ""
+	}
+	return cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: ns, Name: e.Name}
 }
 
 // Writer names who made the write (ClassifyWriter), computed once.

@@ -146,22 +146,6 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "collection",
-		Doc:  "a write to an object after a deletecollection of its resource in its namespace (the namespace controller emptying a namespace) follows that deletecollection: the audit log has one event for the collection, none for each object it deleted",
-		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
-			if o.Key.Name == "" || w.Verb == "create" && w.Subresource == "" {
-				return nil
-			}
-			k := o.Key
-			k.Name = ""
-			c := s.Object(k)
-			if c == nil || c.last == nil || o.last != nil && o.last.StageNS > c.last.ReceivedNS {
-				return nil // none, or the object was written after it: it was not there to delete
-			}
-			return []cpid.ObjectKey{k}
-		},
-	},
-	{
 		Name: "disruption",
 		Doc:  "a PodDisruptionBudget's status written by the disruption controller follows the latest written Pod of its namespace (the Pods its selector counts)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {

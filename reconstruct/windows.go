@@ -53,6 +53,9 @@ var DefaultWindows = []Window{
 		Why: "the node lifecycle controller evicts a pod when its tolerationSeconds of the node's NoExecute taint run out (300 s by DefaultTolerationSeconds)"},
 	{Writer: "node-controller", Resource: "nodes", Max: 50*time.Second + informer, Explain: cpid.ExplainNodeGrace,
 		Why: "the node lifecycle controller marks a node Unknown after --node-monitor-grace-period (50 s) without a heartbeat"},
+	{Writer: "namespace-controller", Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
+	{Writer: "namespace-controller", Max: 5*time.Second + informer, Explain: cpid.ExplainDeletionGrace,
+		Why: "the namespace controller acts 5 s after a namespace's event (namespaceDeletionGracePeriod, so that every apiserver saw the deletion), and requeues until the namespace is empty"},
 	{Max: informer, Explain: cpid.ExplainInformer, Why: informerWhy},
 }
 

@@ -83,8 +83,9 @@ var saverSQL = [...]string{
 	`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`,
 	`INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
 		subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
-		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource, namespace, name, 0, 0, cluster, ?, ?, ?
-		FROM audit_events WHERE id = ?`,
+		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource,
+			CASE WHEN resource = 'namespaces' AND api_group = '' THEN '' ELSE namespace END, name, 0, 0, cluster, ?, ?, ?
+		FROM audit_events WHERE id = ?`, // a Namespace is cluster-scoped (reconstruct.Event.Key)
 	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -39,13 +39,13 @@ type envTruth struct {
 	}
 }
 
-// envKinds are the kinds the recorder snapshots for environment events:
-// those of user actions, and Nodes.
-var envKinds = func() map[string]string {
-	m := maps.Clone(truthKinds)
+// envKinds are the kinds the recorder snapshotted for the environment
+// events of the fixture in dir: those of user actions, and Nodes.
+func envKinds(t *testing.T, dir string) map[string]string {
+	m := maps.Clone(kindsOf(t, dir))
 	m["Node"] = "nodes"
 	return m
-}()
+}
 
 // readEnvTruth reads the truth.json of the fixture in dir.
 func readEnvTruth(t *testing.T, dir string) envTruth {
@@ -78,6 +78,7 @@ func TestAttributionEnvironment(t *testing.T) {
 func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall float64) {
 	dir := filepath.Join("../../fixtures", fixture)
 	tr := readEnvTruth(t, dir)
+	ek := envKinds(t, dir)
 	if len(tr.Environment) == 0 {
 		t.Fatalf("%s: no environment events in truth.json", fixture)
 	}
@@ -142,7 +143,7 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 		// is the action's, as tookOver says.
 		exp := map[string]string{}
 		for _, c := range ev.Changes {
-			if r := envKinds[c.Kind]; r != "" && !(c.Change == "created" && createdBefore(db, c.Namespace, c.Name, ev.Details.KilledNS)) {
+			if r := ek[c.Kind]; r != "" && !(c.Change == "created" && createdBefore(db, c.Namespace, c.Name, ev.Details.KilledNS)) {
 				exp[r+"/"+c.Namespace+"/"+c.Name] = c.Change
 			}
 		}
@@ -156,7 +157,7 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 			t.Errorf("%s: no change with trigger %s started in [%d, %d]", ev.ID, want, ev.StartNS, ev.EndNS)
 			continue
 		}
-		got := envAttributed(t, db, ids)
+		got := envAttributed(t, db, ids, ek)
 		p, r, wrong := score(got, exp)
 		report = append(report, fmt.Sprintf("%-18s trigger %-16s %d root(s), precision %.2f recall %.2f (%d attributed, %d expected)",
 			ev.ID, want, len(ids), p, r, len(got), len(exp)))
@@ -253,7 +254,7 @@ func TestUnexplainedShare(t *testing.T) {
 // envAttributed is what the writes of changes did to each object, as the
 // truth's snapshots name it: created, deleted (its last write anywhere was
 // a delete of these changes), else updated.
-func envAttributed(t *testing.T, db *sql.DB, ids []string) map[string]string {
+func envAttributed(t *testing.T, db *sql.DB, ids []string, envKinds map[string]string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, id := range ids {
@@ -368,7 +369,11 @@ func tookOver(db *sql.DB, tr envTruth, startNS, endNS int64) map[string]bool {
 			if createdBefore(db, c.Namespace, c.Name, ev.Details.KilledNS) {
 				continue
 			}
-			out[truthKinds[c.Kind]+"/"+c.Namespace+"/"+c.Name] = true
+			r := truthKinds[c.Kind]
+			if r == "" {
+				r = moreKinds[c.Kind]
+			}
+			out[r+"/"+c.Namespace+"/"+c.Name] = true
 		}
 	}
 	return out
@@ -505,7 +510,29 @@ func TestLeaderGap(t *testing.T) {
 // whose causality the tests check.
 var recordedFixtures = []string{"basic", "instrumented", "figure-5", "figure-5-text", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2",
 	"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts",
-	"cronjob", "metadata-policy", "load", "traced", "waits"}
+	"cronjob", "metadata-policy", "load", "traced", "waits", "namespace-delete"}
+
+// workloadFixtures are the recordings of workloads beyond Deployments
+// (issue 26): each user action and environment event with precision and
+// recall 1 (TestAttributionWorkloads).
+var workloadFixtures = []string{"namespace-delete"}
+
+// TestAttributionWorkloads: on the recordings of other workloads
+// (namespace deletion, ...), every user action's change holds exactly
+// the objects its ground truth saw change, and every environment event
+// is found.
+func TestAttributionWorkloads(t *testing.T) {
+	t.Parallel()
+	for _, f := range workloadFixtures {
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			checkAttribution(t, f, 1, 1)
+			if len(readEnvTruth(t, filepath.Join("../../fixtures", f)).Environment) > 0 {
+				checkEnvironment(t, f, 1, 1)
+			}
+		})
+	}
+}
 
 // TestCausesBeforeEffects: on every recorded fixture, no cause was
 // received after its effect; a cause found by time alone (the dependents
@@ -514,8 +541,10 @@ var recordedFixtures = []string{"basic", "instrumented", "figure-5", "figure-5-t
 // its etcd commit, before the apiserver answers: a Service's delete
 // completes after its ClusterIP is released) is one the effect's object
 // names (its own previous write, an owner, its Service, a Pod it lists,
-// its Node), and is counted; confidence exact only on an owner reference
-// with no other change to choose from, or a CPID annotation.
+// its Node), or a deletecollection, whose objects' deletions are committed
+// one by one while it runs, and is counted; confidence exact only on an
+// owner reference with no other change to choose from, or a CPID
+// annotation.
 func TestCausesBeforeEffects(t *testing.T) {
 	t.Parallel()
 	for _, f := range recordedFixtures {
@@ -525,7 +554,7 @@ func TestCausesBeforeEffects(t *testing.T) {
 			var causes, after, timed, inFlight, exact, badExact int
 			err := db.QueryRow(`SELECT count(*),
 				COALESCE(sum(c.received_ns > e.received_ns), 0),
-				COALESCE(sum(c.stage_ns > e.received_ns AND r.cause_rule IN ('dependents', 'siblings')), 0),
+				COALESCE(sum(c.stage_ns > e.received_ns AND r.cause_rule IN ('dependents', 'siblings') AND c.verb <> 'deletecollection'), 0),
 				COALESCE(sum(c.stage_ns > e.received_ns), 0),
 				COALESCE(sum(r.confidence = 'exact'), 0),
 				COALESCE(sum(r.confidence = 'exact' AND r.cause_rule <> 'owner' AND r.cpid_origin <> 'annotation'), 0)
@@ -541,7 +570,8 @@ func TestCausesBeforeEffects(t *testing.T) {
 					f, after, timed)
 				rows, _ := db.Query(`SELECT r.event_id, r.cause_event_id, r.cause_rule, r.writer, r.resource, r.name
 					FROM revisions r JOIN audit_events e ON e.id = r.event_id JOIN audit_events c ON c.id = r.cause_event_id
-					WHERE c.received_ns > e.received_ns OR c.stage_ns > e.received_ns AND r.cause_rule IN ('dependents', 'siblings') LIMIT 5`)
+					WHERE c.received_ns > e.received_ns OR c.stage_ns > e.received_ns AND r.cause_rule IN ('dependents', 'siblings')
+						AND c.verb <> 'deletecollection' LIMIT 5`)
 				for rows.Next() {
 					var id, cause int64
 					var rule, writer, res, name string

@@ -39,12 +39,13 @@ docs/SCHEMA.md for the tables it fills.
 Every hop (cause -> write) is explained: by evidence (a retry after a failed
 write, the writer's process starting again or a new leader, client-side
 throttling, the apiserver's own latency) or within its writer's reaction
-window (informer, kubelet, toleration, node-grace;
-reconstruct.DefaultWindows), else "unexplained". --ignore-cpids leaves out
-the CPIDs instrumented writers carry, so that inference alone decides (to
-measure it against an instrumented recording; on a copy of the database). --window kwok=10m replaces a writer's windows (wider or
-narrower); query hops --window kwok=10m prints them beside the hops observed
-(docs/CAUSALITY.md). -q prints only its warnings.`
+window (informer, kubelet, toleration, node-grace, deletion-grace;
+reconstruct.DefaultWindows), else "unexplained". --window kwok=10m
+replaces a writer's windows (wider or narrower); query hops --window
+kwok=10m prints them beside the hops observed (docs/CAUSALITY.md).
+--ignore-cpids leaves out the CPIDs instrumented writers carry, so that
+inference alone decides (to measure it against an instrumented recording;
+on a copy of the database). -q prints only its warnings.`
 
 func setupReconstruct(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()

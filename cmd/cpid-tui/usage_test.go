@@ -23,7 +23,7 @@ func TestClosedValues(t *testing.T) {
 		triggers = `want one of user, node, controller-start, schedule, gc, unknown`
 		lists    = `want one of table, wide, json, yaml, csv, name`
 		data     = `want one of table, wide, json, yaml, csv`
-		rules    = `rule "ownr": want one of self, owner, dependents, siblings, service, targets, node, namespace, collection, disruption, restart`
+		rules    = `rule "ownr": want one of self, owner, dependents, siblings, service, targets, node, namespace, disruption, restart`
 	)
 	for _, tc := range []struct {
 		name string
