@@ -2,10 +2,13 @@ package cpid
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // DataVersion is a cheap fingerprint of what the database holds: when
@@ -348,6 +351,49 @@ func ChangeByPrefix(ctx context.Context, st ChangeReader, id string, limit int) 
 		return cs[0].ID, nil, nil
 	}
 	return "", cs, nil
+}
+
+// IDLength returns how many characters of an id a listing shows so that
+// the prefix names it, as git abbreviates: the fewest, and at least min,
+// that no two ids of the database share, the CPIDs of the merge graph (a
+// change's id is its root CPID) and the ids given (those listed, should
+// one be no CPID).
+func IDLength(ctx context.Context, st ChangeReader, min int, listed ...string) (int, error) {
+	ids, err := st.CPIDs(ctx, "", math.MaxInt32)
+	if err != nil {
+		return 0, fmt.Errorf("read the CPIDs: %w", err)
+	}
+	return UniqueLength(append(ids, listed...), min), nil
+}
+
+// UniqueLength is the fewest characters, at least min, whose prefixes of
+// ids are all different: one more than the longest prefix two of them
+// share (neighbours once sorted). An id that starts another is shown
+// whole.
+func UniqueLength(ids []string, min int) int {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	n := min
+	for i := 1; i < len(ids); i++ {
+		n = max(n, sharedRunes(ids[i-1], ids[i])+1)
+	}
+	return n
+}
+
+// sharedRunes is how many characters a and b start with in common.
+func sharedRunes(a, b string) int {
+	n := 0
+	for a != "" && b != "" {
+		_, sa := utf8.DecodeRuneInString(a)
+		_, sb := utf8.DecodeRuneInString(b)
+		if a[:sa] != b[:sb] {
+			break
+		}
+		a, b = a[sa:], b[sb:]
+		n++
+	}
+	return n
 }
 
 // TimeByReason adds up the hops of a timeline's critical path (marked by

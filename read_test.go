@@ -26,3 +26,26 @@ func TestWriterPatterns(t *testing.T) {
 		})
 	}
 }
+
+// TestUniqueLength checks the abbreviation of ids: one more than the
+// longest prefix two of them share, at least min, counted in characters.
+func TestUniqueLength(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ids  []string
+		want int
+	}{
+		{"none", nil, 8},
+		{"apart", []string{"0123abcd-1", "4567abcd-1"}, 8},
+		{"share 10", []string{"0123abcd-1a", "zzzz", "0123abcd-1b", "0123abcd-2"}, 11},
+		{"listed twice", []string{"0123abcd-1a", "0123abcd-1a"}, 8},
+		{"one starts another", []string{"0123abcd-12", "0123abcd-123"}, 12},
+		{"characters, not bytes", []string{"ééééééééé1", "ééééééééé2"}, 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := cpid.UniqueLength(c.ids, 8); got != c.want {
+				t.Errorf("UniqueLength(%q) = %d, want %d", c.ids, got, c.want)
+			}
+		})
+	}
+}

@@ -80,7 +80,7 @@ func setupDiff(c *cobra.Command, e *env) runFunc {
 		if k1, k2 := changeKind(r.A), changeKind(r.B); k1 != k2 {
 			fmt.Fprintln(e.stderr, tui.Printable(fmt.Sprintf("cpid-tui diff: the changes are not of the same kind (%s, %s): steps match where they can", k1, k2)))
 		}
-		return printDiff(e.stdout, e.format(c), e.noHeaders, r)
+		return printDiff(e.stdout, e.format(c), e.layout(), r)
 	}
 }
 
@@ -128,7 +128,7 @@ func compareChanges(ctx context.Context, st cpid.ChangeReader, id1, id2 string) 
 }
 
 // printDiff writes the report in the format asked for.
-func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
+func printDiff(w io.Writer, format string, lay layout, r diffReport) error {
 	head := []string{"STEP", "AT (1)", "HOP (1)", "AT (2)", "HOP (2)", "DELTA"}
 	var rows [][]string
 	for _, s := range r.Steps {
@@ -143,16 +143,16 @@ func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
 	if r.Steps == nil {
 		r.Steps = []diffStep{}
 	}
-	steps := listing{head: head, rows: rows, elide: []int{0}, data: r, csv: r.Steps}
+	steps := listing{head: head, rows: rows, data: r, csv: r.Steps}
 	if format != "table" && format != "wide" {
-		return steps.write(w, format, noHeaders)
+		return steps.write(w, format, lay)
 	}
 	for i, c := range []cpid.ChangeRow{r.A, r.B} {
 		fmt.Fprintln(w, tui.Printable(fmt.Sprintf("(%d) %s  %s %s  %s  %s, settled after %s", i+1, c.ID, c.Verb,
 			object(c.Kind, c.Namespace, c.Name)+sub(c.Subresource), clock(c.StartedNS), tui.Plural(c.Writes, "write"), dur(c.SettledNS-c.StartedNS))))
 	}
 	fmt.Fprintln(w)
-	if err := steps.write(w, format, noHeaders); err != nil {
+	if err := steps.write(w, format, lay); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -161,8 +161,8 @@ func printDiff(w io.Writer, format string, noHeaders bool, r diffReport) error {
 		rows = append(rows, []string{d.Writer, dur(d.ANS), dur(d.BNS), tui.Signed(d.DeltaNS)})
 	}
 	rows = append(rows, []string{"settled after", dur(r.SettledANS), dur(r.SettledBNS), tui.Signed(r.DeltaNS)})
-	byWriter := listing{head: []string{"CRITICAL PATH BY WRITER", "(1)", "(2)", "DELTA"}, rows: rows, elide: []int{0}}
-	if err := byWriter.write(w, format, noHeaders); err != nil {
+	byWriter := listing{head: []string{"CRITICAL PATH BY WRITER", "(1)", "(2)", "DELTA"}, rows: rows}
+	if err := byWriter.write(w, format, lay); err != nil {
 		return err
 	}
 	for i, b := range []*outsideWait{r.BeforeA, r.BeforeB} {

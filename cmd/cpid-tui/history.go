@@ -68,12 +68,12 @@ Examples:
 // historyOptions is what `history` was asked for, past its flags: the
 // function the command runs, callable from another command front-end.
 type historyOptions struct {
-	ref       cpid.ObjectRef
-	filters   filters
-	limit     int
-	diff      bool
-	format    string
-	noHeaders bool
+	ref     cpid.ObjectRef
+	filters filters
+	limit   int
+	diff    bool
+	format  string
+	layout  layout
 }
 
 func setupHistory(c *cobra.Command, e *env) runFunc {
@@ -99,7 +99,7 @@ func setupHistory(c *cobra.Command, e *env) runFunc {
 			return usagef("--limit %d: give 0 (all) or more", o.limit)
 		}
 		o.format = e.format(c)
-		o.noHeaders = e.noHeaders
+		o.layout = e.layout()
 		db, err := e.openReader(ctx)
 		if err != nil {
 			return err
@@ -168,16 +168,26 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 		Name      string `json:"name"`
 	}
 	l := listing{head: []string{"TIME", "AFTER", "VERB", "CODE", "WRITER", "AGENT", "CHANGE", "CAUSE", "RV"},
-		elide: []int{4, 6, 7}, wideOnly: []int{5, 8}, csv: out,
+		text: []int{7}, wideOnly: []int{5, 8}, csv: out,
 		data: struct {
 			Object objectJSON     `json:"object"`
 			More   bool           `json:"earlier_left_out"`
 			Writes []historyWrite `json:"writes"`
 		}{objectJSON{m.Cluster, m.Group, m.Resource, kind, m.Namespace, m.Name}, more, out}}
 	if o.format != "table" && o.format != "wide" {
-		return l.write(e.stdout, o.format, o.noHeaders)
+		return l.write(e.stdout, o.format, o.layout)
 	}
 	head := l.head
+	changes := make([]string, 0, len(out))
+	for _, w := range out {
+		if w.Change != "" {
+			changes = append(changes, w.Change)
+		}
+	}
+	n, err := idLength(ctx, st, o.format, changes...)
+	if err != nil {
+		return err
+	}
 	rows := make([][]string, len(out))
 	for i, w := range out {
 		after := "-"
@@ -185,7 +195,7 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 			after = "+" + dur(w.AfterNS)
 		}
 		rows[i] = []string{timeOfDay(w.NS), after, w.Verb + sub(w.Subresource), strconv.Itoa(w.Code), w.Writer, agent(w.UserAgent),
-			changeText(w.ObjectWrite), causeText(w.ObjectWrite, m.ObjectKey, true), orDash(w.ResourceVersion)}
+			changeText(w.ObjectWrite, n), causeText(w.ObjectWrite, m.ObjectKey, true), orDash(w.ResourceVersion)}
 		if o.format == "wide" {
 			rows[i][0] = rfc3339(w.NS)
 		}
@@ -198,11 +208,11 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 	if len(ws) > 0 {
 		title += fmt.Sprintf(" in the order they completed, from %s UTC", clock(ws[0].NS))
 	}
-	if !o.noHeaders {
+	if !o.layout.noHeaders {
 		fmt.Fprintln(e.stdout, tui.Printable(title))
 	}
 	if !o.diff {
-		return l.write(e.stdout, o.format, o.noHeaders)
+		return l.write(e.stdout, o.format, o.layout)
 	}
 	// With diffs, as git log -p: each write's row, then what it changed,
 	// the rows aligned as one table.
@@ -320,21 +330,22 @@ func agent(ua string) string {
 	return p
 }
 
-// shortID is the first 8 characters of an id: enough to tell the changes
-// of one database apart, and a unique prefix every command takes.
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
+// shortID is the first n characters of an id (0: all of it): with n from
+// idLength, a prefix unique in the database, which every command takes.
+func shortID(id string, n int) string {
+	if n > 0 && utf8.RuneCountInString(id) > n {
+		return string([]rune(id)[:n])
 	}
 	return id
 }
 
-// changeText names a write's change and what started it.
-func changeText(w cpid.ObjectWrite) string {
+// changeText names a write's change, by its first n characters (0: whole),
+// and what started it.
+func changeText(w cpid.ObjectWrite, n int) string {
 	if w.Change == "" {
 		return "- (background)"
 	}
-	return shortID(w.Change) + " " + string(w.Trigger)
+	return shortID(w.Change, n) + " " + string(w.Trigger)
 }
 
 // causeText says why a write happened: the rule, the write it reacted to,

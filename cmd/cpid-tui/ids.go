@@ -67,3 +67,14 @@ func resolveCPID(ctx context.Context, st cpid.ChangeReader, id string) (string, 
 	}
 	return "", fmt.Errorf("%w: CPID %q is ambiguous: it starts %s CPIDs:\n  %s\ngive more of it", errAmbiguous, id, n, strings.Join(cs, "\n  "))
 }
+
+// idLength is how many characters of a change id or CPID a listing in
+// format shows: for -o table the shortest prefix, minIDLength or more,
+// unique among the ids of the database and those listed
+// (cpid.IDLength); 0 (whole) for the others.
+func idLength(ctx context.Context, st cpid.ChangeReader, format string, listed ...string) (int, error) {
+	if format != "" && format != "table" {
+		return 0, nil
+	}
+	return cpid.IDLength(ctx, st, minIDLength, listed...)
+}

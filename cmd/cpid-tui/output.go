@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cpid-dev/cpid"
@@ -28,9 +30,9 @@ var (
 	dataFormats = []string{"table", "wide", "json", "yaml", "csv"}
 )
 
-// tableWidth is the most columns -o table takes; -o wide takes what it
-// needs.
-const tableWidth = 120
+// minIDLength is the fewest characters of an id -o table shows (idLength
+// shows more when the database needs them).
+const minIDLength = 8
 
 // listing is what a command prints, in every format: a table for people,
 // the data for scripts, the ids.
@@ -46,12 +48,17 @@ type listing struct {
 	// head and rows are the table, each cell in full (-o wide).
 	head []string
 	rows [][]string
-	// short are the columns of ids that -o table cuts to their first 8
-	// characters (every command takes a unique prefix of an id).
+	// short are the columns of ids that -o table cuts to their first
+	// idLen characters (every command takes a unique prefix of an id).
 	short []int
-	// elide are the columns whose long cells -o table cuts in the middle
-	// (…) so that the table fits in tableWidth columns.
-	elide []int
+	// idLen is how much of an id the short columns show: the shortest
+	// prefix unique in the database (idLength); 0 is minIDLength.
+	idLen int
+	// text are the columns of free text (details, causes): the only ones
+	// whose long cells -o table cuts, in the middle (…), when the table is
+	// wider than the terminal. Names, object keys, ids, triggers and
+	// reasons are never cut.
+	text []int
 	// wideOnly are the columns only -o wide shows.
 	wideOnly []int
 	// data is what json and yaml print, and csv when rows is nil.
@@ -63,15 +70,48 @@ type listing struct {
 	names []string
 }
 
-// print writes l in the command's -o format.
-func (e *env) print(c *cobra.Command, l listing) error {
-	return l.write(e.stdout, e.format(c), e.noHeaders)
+// layout is how a listing is laid out, past its format: with its header
+// line or not, and the terminal's width that -o table fits in (0: no
+// limit).
+type layout struct {
+	noHeaders bool
+	width     int
 }
 
-func (l listing) write(w io.Writer, format string, noHeaders bool) error {
+// layout is the command's layout: --no-headers and the width of stdout
+// (tableWidth).
+func (e *env) layout() layout { return layout{noHeaders: e.noHeaders, width: e.tableWidth()} }
+
+// tableWidth is how many columns -o table fits in, as kubectl: the
+// terminal's width when stdout is a terminal (else $COLUMNS, when the
+// terminal's size cannot be read), 0 (no limit) when stdout is a file or a
+// pipe, so that what scripts read is never cut.
+func (e *env) tableWidth() int {
+	if e.columns != 0 {
+		return e.columns
+	}
+	f, ok := e.stdout.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
+}
+
+// print writes l in the command's -o format.
+func (e *env) print(c *cobra.Command, l listing) error {
+	return l.write(e.stdout, e.format(c), e.layout())
+}
+
+func (l listing) write(w io.Writer, format string, lay layout) error {
 	switch format {
 	case "", "table", "wide":
-		return writeTable(w, l, format == "wide", noHeaders)
+		return writeTable(w, l, format == "wide", lay)
 	case "json":
 		b, err := jsonOut(l.data)
 		if err != nil {
@@ -95,7 +135,7 @@ func (l listing) write(w io.Writer, format string, noHeaders bool) error {
 		if rows == nil {
 			rows = l.data
 		}
-		return writeCSV(w, rows, noHeaders)
+		return writeCSV(w, rows, lay.noHeaders)
 	case "name":
 		for _, n := range l.names {
 			fmt.Fprintln(w, tui.Printable(n))
@@ -105,73 +145,101 @@ func (l listing) write(w io.Writer, format string, noHeaders bool) error {
 	return fmt.Errorf("unknown output format %q", format)
 }
 
-// writeTable writes the table, fitted to tableWidth unless wide.
-func writeTable(w io.Writer, l listing, wide, noHeaders bool) error {
-	rows := make([][]string, 0, len(l.rows)+1)
-	if !noHeaders {
-		rows = append(rows, l.head)
-	}
-	rows = append(rows, l.rows...)
-	cells := make([][]string, len(rows))
-	var elide []int
-	for i, r := range rows {
-		cells[i] = make([]string, 0, len(r))
-		for j, c := range r {
-			if !wide && slices.Contains(l.wideOnly, j) {
-				continue
-			}
-			c = tui.Printable(c)
-			if !wide && (i > 0 || noHeaders) && slices.Contains(l.short, j) && utf8.RuneCountInString(c) > 8 {
-				c = string([]rune(c)[:8])
-			}
-			if i == 0 && slices.Contains(l.elide, j) {
-				elide = append(elide, len(cells[i]))
-			}
-			cells[i] = append(cells[i], c)
+// writeTable writes the table: -o table fitted to lay.width, cutting
+// only its free text, and its ids cut to a unique prefix; -o wide every
+// column in full. The header line is all --no-headers changes.
+func writeTable(w io.Writer, l listing, wide bool, lay layout) error {
+	var cols []int // the columns shown
+	for j := range l.head {
+		if wide || !slices.Contains(l.wideOnly, j) {
+			cols = append(cols, j)
 		}
 	}
-	if !wide {
-		fitColumns(cells, elide, tableWidth)
+	idLen := l.idLen
+	if idLen == 0 {
+		idLen = minIDLength
 	}
-	tw := newTable(w)
+	cell := func(r []string, j int) string {
+		if j >= len(r) {
+			return ""
+		}
+		c := tui.Printable(r[j])
+		if !wide && slices.Contains(l.short, j) && utf8.RuneCountInString(c) > idLen {
+			c = string([]rune(c)[:idLen])
+		}
+		return c
+	}
+	head := make([]string, len(cols))
+	var text []int
+	for i, j := range cols {
+		head[i] = tui.Printable(l.head[j])
+		if slices.Contains(l.text, j) {
+			text = append(text, i)
+		}
+	}
+	cells := make([][]string, len(l.rows))
+	for k, r := range l.rows {
+		cells[k] = make([]string, len(cols))
+		for i, j := range cols {
+			cells[k][i] = cell(r, j)
+		}
+	}
+	if !wide && lay.width > 0 {
+		fitColumns(head, cells, text, lay.width)
+	}
+	// The header is laid out with the rows, printed or not, so that
+	// --no-headers changes nothing else.
+	var b bytes.Buffer
+	tw := newTable(&b)
+	tableRow(tw, head)
 	for _, r := range cells {
 		tableRow(tw, r)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	out := b.Bytes()
+	if lay.noHeaders {
+		_, out, _ = bytes.Cut(out, []byte("\n"))
+	}
+	_, err := w.Write(out)
+	return err
 }
 
-// fitColumns cuts the cells of the elide columns in the middle until the
-// table (columns two spaces apart) fits in width, widest column first,
-// none narrower than its title or 12.
-func fitColumns(cells [][]string, elide []int, width int) {
-	if len(cells) == 0 || len(elide) == 0 {
+// fitColumns cuts the cells of the text columns in the middle until the
+// table, its header included whether it is printed or not (columns two
+// spaces apart), fits in width: widest column first, none narrower than
+// its title or 12. A table that would not fit even then is left whole, to
+// wrap as kubectl's do: cutting would lose text and save no line.
+func fitColumns(head []string, cells [][]string, text []int, width int) {
+	if len(text) == 0 {
 		return
 	}
-	n := 0
-	for _, r := range cells {
-		n = max(n, len(r))
+	widths := make([]int, len(head))
+	for j, c := range head {
+		widths[j] = utf8.RuneCountInString(c)
 	}
-	widths := make([]int, n)
 	for _, r := range cells {
 		for j, c := range r {
 			widths[j] = max(widths[j], utf8.RuneCountInString(c))
 		}
 	}
-	total := 2 * (n - 1)
+	total := 2 * (len(head) - 1)
 	for _, x := range widths {
 		total += x
 	}
-	floor := func(j int) int {
-		f := 12
-		if len(cells[0]) > j {
-			f = max(f, utf8.RuneCountInString(cells[0][j]))
-		}
-		return f
+	floor := func(j int) int { return max(12, utf8.RuneCountInString(head[j])) }
+	least := total
+	for _, j := range text {
+		least -= widths[j] - min(widths[j], floor(j))
+	}
+	if least > width {
+		return
 	}
 	for total > width {
 		best := -1
-		for _, j := range elide {
-			if j < n && widths[j] > floor(j) && (best < 0 || widths[j] > widths[best]) {
+		for _, j := range text {
+			if widths[j] > floor(j) && (best < 0 || widths[j] > widths[best]) {
 				best = j
 			}
 		}
@@ -182,10 +250,8 @@ func fitColumns(cells [][]string, elide []int, width int) {
 		total--
 	}
 	for _, r := range cells {
-		for _, j := range elide {
-			if j < len(r) {
-				r[j] = elideMiddle(r[j], widths[j])
-			}
+		for _, j := range text {
+			r[j] = elideMiddle(r[j], widths[j])
 		}
 	}
 }
@@ -210,7 +276,7 @@ func (l listing) prepend(title string, cell func(row int) string) listing {
 		rows[i] = append([]string{cell(i)}, r...)
 	}
 	l.rows = rows
-	for _, p := range []*[]int{&l.short, &l.elide, &l.wideOnly} {
+	for _, p := range []*[]int{&l.short, &l.text, &l.wideOnly} {
 		moved := make([]int, len(*p))
 		for i, j := range *p {
 			moved[i] = j + 1

@@ -217,7 +217,14 @@ func (q queryRun) changes(ctx context.Context, cq cpid.ChangeQuery) error {
 	}
 	fleet := len(clusters) > 1
 	l := listing{head: []string{"STARTED", "TRIGGER", "USER", "VERB", "OBJECT", "WRITES", "OBJECTS", "SETTLED AFTER", "SLOWEST HOP", "ID"},
-		elide: []int{2, 4}, short: []int{9}, wideOnly: []int{6, 8}}
+		short: []int{9}, wideOnly: []int{6, 8}}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	if l.idLen, err = idLength(ctx, q.st, q.format, ids...); err != nil {
+		return err
+	}
 	for _, c := range cs {
 		l.rows = append(l.rows, []string{clock(c.StartedNS), string(c.Trigger), c.User, c.Verb, object(c.Kind, c.Namespace, c.Name) + sub(c.Subresource),
 			strconv.Itoa(c.Writes), strconv.Itoa(c.Objects), dur(c.SettledNS - c.StartedNS), dur(c.SlowestHopNS), c.ID})
@@ -275,7 +282,7 @@ func (q queryRun) timeline(ctx context.Context, id string) error {
 	q.empty(len(ts))
 	zero := timelineZero(ts)
 	l := listing{head: []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CONFIDENCE", "CPID FROM"},
-		elide: []int{3, 4, 5}, wideOnly: []int{1, 8, 10}, data: ts}
+		wideOnly: []int{1, 8, 10}, data: ts}
 	if ts == nil {
 		l.data = []cpid.TimelineEntry{}
 	}
@@ -338,7 +345,7 @@ func (q queryRun) spans(ctx context.Context, id string) error {
 	if sp == nil {
 		sp = []cpid.SpanRow{}
 	}
-	l := listing{head: []string{"START", "DURATION", "KIND", "SERVICE", "NAME", "SPAN", "PARENT"}, elide: []int{3, 4}, short: []int{5, 6}, data: sp}
+	l := listing{head: []string{"START", "DURATION", "KIND", "SERVICE", "NAME", "SPAN", "PARENT"}, short: []int{5, 6}, data: sp}
 	for _, x := range sp {
 		l.rows = append(l.rows, []string{clock(x.StartNS), dur(x.EndNS - x.StartNS), x.Kind, x.Service, x.Name, x.SpanID, x.ParentID})
 		l.names = append(l.names, x.SpanID)
@@ -355,7 +362,16 @@ func (q queryRun) anomalies(ctx context.Context, change string) error {
 	if as == nil {
 		as = []cpid.AnomalyRow{}
 	}
-	l := listing{head: []string{"TIME", "ANOMALY", "OBJECT", "CHANGE", "DETAIL"}, elide: []int{2, 4}, short: []int{3}, data: as}
+	l := listing{head: []string{"TIME", "ANOMALY", "OBJECT", "CHANGE", "DETAIL"}, text: []int{4}, short: []int{3}, data: as}
+	ids := make([]string, 0, len(as))
+	for _, a := range as {
+		if a.Change != "" {
+			ids = append(ids, a.Change)
+		}
+	}
+	if l.idLen, err = idLength(ctx, q.st, q.format, ids...); err != nil {
+		return err
+	}
 	for _, a := range as {
 		kind := cpid.KindOf("", a.Resource)
 		l.rows = append(l.rows, []string{clock(a.NS), a.Kind, object(kind, a.Namespace, a.Name), a.Change, a.Detail})
@@ -383,7 +399,7 @@ func querySLI(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReade
 	if out == nil {
 		out = []reconstruct.SLI{}
 	}
-	l := listing{head: []string{"SCOPE", "NAME", "N", "P50", "P90", "P99", "MAX"}, elide: []int{1}, data: out}
+	l := listing{head: []string{"SCOPE", "NAME", "N", "P50", "P90", "P99", "MAX"}, data: out}
 	for _, r := range out {
 		l.rows = append(l.rows, []string{r.Scope, r.Name, strconv.Itoa(r.N), durOr(r.N, r.P50NS), durOr(r.N, r.P90NS), durOr(r.N, r.P99NS), durOr(r.N, r.MaxNS)})
 	}
@@ -440,7 +456,7 @@ func queryHops(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeRead
 	})
 	out := []hopRow{}
 	l := listing{head: []string{"RULE", "WRITER", "RESOURCE", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"},
-		elide: []int{1, 3, 10}, wideOnly: []int{6, 7}, data: &out}
+		text: []int{3}, wideOnly: []int{6, 7}, data: &out}
 	for _, k := range keys {
 		hs := groups[k]
 		bands := reconstruct.Bands(windows, k.rule, k.writer, k.resource)

@@ -53,10 +53,18 @@ func (q queryRun) related(ctx context.Context, which, id string) error {
 		return err
 	}
 	l := listing{head: []string{"CPID", "FIRST WRITE", "ORIGIN", "WRITERS", "OBJECTS", "WRITES", "SOURCES", "CHANGES"},
-		elide: []int{3, 4}, wideOnly: []int{6}, data: rows}
+		wideOnly: []int{6}, data: rows}
+	var changes []string
+	for _, r := range rows {
+		changes = append(changes, r.Changes...)
+	}
+	n, err := idLength(ctx, q.st, q.format, changes...)
+	if err != nil {
+		return err
+	}
 	for _, r := range rows {
 		l.rows = append(l.rows, []string{r.CPID, clock(r.FirstNS), r.Origin, listCell(r.Writers), listCell(r.Objects), strconv.Itoa(r.Writes),
-			listCell(r.Sources), listCell(shortIDs(r.Changes))})
+			listCell(r.Sources), listCell(shortIDs(r.Changes, n))})
 		l.names = append(l.names, r.CPID)
 	}
 	return q.e.print(q.c, l)
@@ -129,11 +137,11 @@ func listCell(xs []string) string {
 	return fmt.Sprintf("%s +%d", xs[0], len(xs)-1)
 }
 
-// shortIDs are ids cut to 8 characters for a table cell.
-func shortIDs(ids []string) []string {
+// shortIDs are ids cut to n characters for a table cell (0: whole).
+func shortIDs(ids []string, n int) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = shortID(id)
+		out[i] = shortID(id, n)
 	}
 	return out
 }

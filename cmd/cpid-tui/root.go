@@ -25,6 +25,9 @@ type env struct {
 	output      string // -o: "" is the command's first format
 	noHeaders   bool
 	quiet       bool
+	// columns, when not 0, is the width of the terminal stdout is taken
+	// to be (tests); else tableWidth measures it.
+	columns int
 }
 
 // runFunc runs a command once its flags are parsed, with its positional
@@ -138,10 +141,14 @@ Global flags (--db, --cluster, -o, --no-headers, -q) go before or after the
 command. The database is --db, else $CPID_DB, else cpid.db; commands that
 only read never create or migrate it, and open a read-only file.
 
-Output (-o): table (at most 120 columns, long names cut in the middle,
-short ids), wide (every column in full), json and yaml (times as *_ns
-nanoseconds and *_time RFC 3339), csv (RFC 4180 data: raw values, the same
-columns as json, stable whatever the rows), name (ids, one a line).
+Output (-o): table (fitted to the terminal's width, uncut when stdout is
+not a terminal, by cutting only free text such as details and causes in
+the middle, never a name, id, trigger or reason; ids by their shortest
+prefix unique in the database, 8 characters or more, as git), wide (every
+column in full), json and yaml (times as *_ns nanoseconds and *_time RFC
+3339), csv (RFC 4180 data: raw values, the same columns as json, stable
+whatever the rows), name (ids, one a line). --no-headers drops the header
+line (and a title or notes around the table), and changes no row.
 
 Exit codes: 0 success; 1 failure (nothing or not everything done; an input
 of which no line could be read is a failure, and so is a --cluster the

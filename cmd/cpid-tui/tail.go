@@ -258,7 +258,7 @@ func tailStatus(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeRea
 		rows = []row{}
 	}
 	l := listing{head: []string{"SOURCE", "AT", "LINES", "RECORDS", "DUPS", "BAD", "POSSIBLE_LOSS", "COMMITTED", "LAG"},
-		rows: cells, elide: []int{0, 1}, data: rows}
+		rows: cells, data: rows}
 	// The cluster is a column when the logs are of more than one, or of
 	// one that --cluster did not name and is not the default.
 	named := false

@@ -70,7 +70,7 @@ func setupVersion(c *cobra.Command, e *env) runFunc {
 		}
 		v := buildVersion()
 		if f := e.format(c); f != "table" {
-			return listing{data: v}.write(e.stdout, f, e.noHeaders)
+			return listing{data: v}.write(e.stdout, f, layout{noHeaders: e.noHeaders})
 		}
 		commit := v.Commit
 		switch {
