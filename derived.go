@@ -190,6 +190,9 @@ const (
 	ExplainToleration Explain = "toleration"
 	// ExplainNodeGrace: the node monitor grace period ran out.
 	ExplainNodeGrace Explain = "node-grace"
+	// ExplainPodGC: the pod garbage collector deletes a Pod whose Node is
+	// gone after a 40 s quarantine, checking every 20 s.
+	ExplainPodGC Explain = "pod-gc"
 	// ExplainDeletionGrace: the namespace controller waits 5 s after a
 	// namespace's event before it deletes the namespace's content, and
 	// again between its passes.

@@ -403,7 +403,9 @@ func (en *Engine) Process(e *Event) {
 		en.epochs[en.epoch] = ref
 		en.epoch = ""
 	}
-	o.deleted, o.deletedBy = e.Verb == "delete" && e.Subresource == "", ""
+	// An eviction deletes the Pod (gracefully, once its
+	// PodDisruptionBudget allows it): its controller replaces it.
+	o.deleted, o.deletedBy = e.Verb == "delete" && e.Subresource == "" || e.Verb == "create" && e.Subresource == "eviction", ""
 	if o.deleted {
 		o.deletedBy = w.Writer.Name
 	}

@@ -117,13 +117,13 @@ var Rules = []Rule{
 	},
 	{
 		Name: "node",
-		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted), the taint eviction controller or its node's kubelet, or created by the DaemonSet controller for a node (its required node affinity on metadata.name), follows its Node",
+		Doc:  "a Pod written by the node lifecycle controller (marked NotReady, evicted), the taint eviction controller, the pod garbage collector (its Node gone) or its node's kubelet, or created by the DaemonSet controller for a node (its required node affinity on metadata.name), follows its Node",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if o.Key.Resource != "pods" || o.Key.Group != "" || o.NodeName == "" {
 				return nil
 			}
 			switch wr := w.Writer().Name; {
-			case wr == "node-controller", wr == "taint-eviction-controller", wr == "kubelet "+o.NodeName, wr == "kwok",
+			case wr == "node-controller", wr == "taint-eviction-controller", wr == "pod-garbage-collector", wr == "kubelet "+o.NodeName, wr == "kwok",
 				wr == "daemon-set-controller" && w.Verb == "create" && w.Subresource == "":
 				return []cpid.ObjectKey{{Resource: "nodes", Name: o.NodeName}}
 			}
@@ -147,9 +147,9 @@ var Rules = []Rule{
 	},
 	{
 		Name: "disruption",
-		Doc:  "a PodDisruptionBudget's status written by the disruption controller follows the latest written Pod of its namespace (the Pods its selector counts)",
+		Doc:  "a PodDisruptionBudget's status written by the disruption controller, or by the apiserver within an eviction (it spends one allowed disruption), follows the latest written Pod of its namespace (the Pods its selector counts, the Pod evicted)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
-			if o.Key.Resource != "poddisruptionbudgets" || w.Writer().Name != "disruption-controller" {
+			if wr := w.Writer().Name; o.Key.Resource != "poddisruptionbudgets" || wr != "disruption-controller" && wr != "apiserver" {
 				return nil
 			}
 			if k, ok := s.latestPod[o.Key.Namespace]; ok {

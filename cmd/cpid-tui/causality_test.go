@@ -510,12 +510,13 @@ func TestLeaderGap(t *testing.T) {
 // whose causality the tests check.
 var recordedFixtures = []string{"basic", "instrumented", "figure-5", "figure-5-text", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2",
 	"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts",
-	"cronjob", "metadata-policy", "load", "traced", "waits", "namespace-delete"}
+	"cronjob", "metadata-policy", "load", "traced", "waits", "namespace-delete", "daemonset", "drain-pdb", "statefulset", "jobs",
+	"bulk-apply"}
 
 // workloadFixtures are the recordings of workloads beyond Deployments
 // (issue 26): each user action and environment event with precision and
 // recall 1 (TestAttributionWorkloads).
-var workloadFixtures = []string{"namespace-delete"}
+var workloadFixtures = []string{"namespace-delete", "daemonset", "drain-pdb", "statefulset", "jobs", "bulk-apply"}
 
 // TestAttributionWorkloads: on the recordings of other workloads
 // (namespace deletion, ...), every user action's change holds exactly

@@ -39,7 +39,7 @@ docs/SCHEMA.md for the tables it fills.
 Every hop (cause -> write) is explained: by evidence (a retry after a failed
 write, the writer's process starting again or a new leader, client-side
 throttling, the apiserver's own latency) or within its writer's reaction
-window (informer, kubelet, toleration, node-grace, deletion-grace;
+window (informer, kubelet, toleration, node-grace, deletion-grace, pod-gc;
 reconstruct.DefaultWindows), else "unexplained". --window kwok=10m
 replaces a writer's windows (wider or narrower); query hops --window
 kwok=10m prints them beside the hops observed (docs/CAUSALITY.md).

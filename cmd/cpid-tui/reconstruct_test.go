@@ -73,8 +73,9 @@ func kindsOf(t *testing.T, dir string) map[string]string {
 	return all
 }
 
-// seen is what the writes of a change did to one object.
-type seen struct{ created, deleted bool }
+// seen is what the writes of a change did to one object; replaced: it was
+// deleted and created again under its name (a StatefulSet's Pod).
+type seen struct{ created, deleted, replaced bool }
 
 // attributed adds to into, for a change, each object of a truth kind (of
 // kinds) it wrote and whether it created or deleted it. A deletecollection
@@ -83,10 +84,10 @@ type seen struct{ created, deleted bool }
 // for the collection, none for each object.
 func attributed(t *testing.T, db *sql.DB, change string, kindsOf map[string]string, into map[string]*seen) {
 	t.Helper()
-	rows, err := db.Query(`SELECT r.resource, r.namespace, r.name, e.verb, e.subresource FROM revisions r
+	rows, err := db.Query(`SELECT r.resource, r.namespace, r.name, e.verb, e.subresource, r.stage_ns FROM revisions r
 		JOIN audit_events e ON e.id = r.event_id WHERE r.change_id = ? AND r.attempt = 0
 		UNION ALL
-		SELECT o.resource, o.namespace, o.name, 'delete', '' FROM revisions d
+		SELECT o.resource, o.namespace, o.name, 'delete', '', d.stage_ns FROM revisions d
 		JOIN audit_events de ON de.id = d.event_id AND de.verb = 'deletecollection'
 		JOIN revisions o ON o.resource = d.resource AND o.namespace = d.namespace AND o.api_group = d.api_group
 			AND o.name <> '' AND o.attempt = 0 AND o.stage_ns < d.stage_ns
@@ -94,7 +95,8 @@ func attributed(t *testing.T, db *sql.DB, change string, kindsOf map[string]stri
 		WHERE d.change_id = ? AND d.attempt = 0 AND d.name = ''
 			AND o.stage_ns = (SELECT max(x.stage_ns) FROM revisions x WHERE x.resource = o.resource AND x.namespace = o.namespace
 				AND x.name = o.name AND x.attempt = 0 AND x.stage_ns < d.stage_ns)
-			AND NOT (oe.verb = 'delete' AND oe.subresource = '')`, change, change)
+			AND NOT (oe.verb = 'delete' AND oe.subresource = '')
+		ORDER BY 6`, change, change)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,8 @@ func attributed(t *testing.T, db *sql.DB, change string, kindsOf map[string]stri
 	}
 	for rows.Next() {
 		var res, ns, name, verb, sub string
-		if err := rows.Scan(&res, &ns, &name, &verb, &sub); err != nil {
+		var at int64
+		if err := rows.Scan(&res, &ns, &name, &verb, &sub, &at); err != nil {
 			t.Fatal(err)
 		}
 		if !kinds[res] || name == "" {
@@ -115,7 +118,9 @@ func attributed(t *testing.T, db *sql.DB, change string, kindsOf map[string]stri
 		if into[k] == nil {
 			into[k] = &seen{}
 		}
-		into[k].created = into[k].created || verb == "create" && sub == ""
+		create := verb == "create" && sub == ""
+		into[k].replaced = into[k].replaced || create && into[k].deleted && !into[k].created
+		into[k].created = into[k].created || create
 		into[k].deleted = into[k].deleted || verb == "delete"
 	}
 }
@@ -125,6 +130,8 @@ func attributed(t *testing.T, db *sql.DB, change string, kindsOf map[string]stri
 // before/after snapshots cannot see.
 func (s seen) change() string {
 	switch {
+	case s.replaced:
+		return "replaced"
 	case s.created && s.deleted:
 		return ""
 	case s.created:
@@ -154,6 +161,8 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
 	}
 	db := openDB(t, dbPath)
+	blind := blindResources(t, db)
+	left := 0
 	var report []string
 	for _, a := range tr.Actions {
 		// The root changes of the action: its one object's, or, for an
@@ -177,16 +186,48 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 			}
 		}
 		rows.Close()
+		if len(ids) == 1 {
+			// One command, several requests (kubectl drain: the cordon,
+			// then an eviction per Pod): every other root of the same user
+			// started while the command ran is one of the action's.
+			rows, err := db.Query(`SELECT c.id FROM changes c JOIN changes r ON r.id = ? WHERE c.trigger = 'user'
+				AND c.user = r.user AND c.id <> r.id AND c.started_ns BETWEEN ? AND ? ORDER BY c.started_ns`, ids[0], a.StartNS, a.EndNS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var id string
+				rows.Scan(&id)
+				ids = append(ids, id)
+			}
+			rows.Close()
+		}
 		if len(ids) == 0 {
 			t.Errorf("%s: no root change for %s %s %s/%s in [%d, %d]", a.ID, a.Request.Verb, a.Request.Resource,
 				a.Request.Namespace, a.Request.Name, a.StartNS, a.EndNS)
 			continue
 		}
+		// An object deleted and created again under its name (two uids
+		// in the truth) was replaced. Objects of a resource the audit
+		// policy logs without bodies (reconstruct warns: "none of N writes
+		// carries the object") cannot be linked, nor named when created
+		// with generateName: they are left out, and counted.
 		want := map[string]string{}
 		for _, c := range a.Changes {
-			if r := kinds[c.Kind]; r != "" {
-				want[r+"/"+c.Namespace+"/"+c.Name] = c.Change
+			r := kinds[c.Kind]
+			if r == "" {
+				continue
 			}
+			if blind[r] {
+				left++
+				continue
+			}
+			k := r + "/" + c.Namespace + "/" + c.Name
+			if w, ok := want[k]; ok && w != c.Change && (w == "deleted" || w == "created") {
+				want[k] = "replaced"
+				continue
+			}
+			want[k] = c.Change
 		}
 		// A user's change ends where the environment took over: objects
 		// that an environment event starting within the action created
@@ -201,7 +242,7 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 		}
 		got := map[string]string{}
 		for k, s := range writes {
-			if c := s.change(); c != "" {
+			if c := s.change(); c != "" && !blind[strings.SplitN(k, "/", 2)[0]] {
 				got[k] = c
 			}
 		}
@@ -212,7 +253,40 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 				strings.Join(wrong, "\n  "))
 		}
 	}
+	if left > 0 {
+		report = append(report, fmt.Sprintf("(%d objects of %v left out: their writes carry no object in this audit policy)", left, keysOf(blind)))
+	}
 	t.Logf("%s attribution against truth.json:\n%s", fixture, strings.Join(report, "\n"))
+}
+
+// blindResources are the resources whose objects the rules read (Pods,
+// Nodes, EndpointSlices, Endpoints) of which no write in the database
+// carries its object: reconstruct warns that it cannot link them.
+func blindResources(t *testing.T, db *sql.DB) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	rows, err := db.Query(`SELECT resource FROM audit_events WHERE resource IN ('pods', 'nodes', 'endpointslices', 'endpoints')
+		AND verb IN ('create', 'update', 'patch') AND subresource = '' AND stage = 'ResponseComplete' AND code < 400
+		GROUP BY resource HAVING count(*) > 0 AND sum(level = 'RequestResponse') = 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r string
+		rows.Scan(&r)
+		out[r] = true
+	}
+	return out
+}
+
+func keysOf(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // score compares what was attributed to each object with the truth:
@@ -376,7 +450,7 @@ func TestGoldenTimelines(t *testing.T) {
 	t.Parallel()
 	for _, f := range []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "rollout-interrupted",
 		"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts", "cronjob", "metadata-policy",
-		"traced", "waits", "namespace-delete"} {
+		"traced", "waits", "namespace-delete", "daemonset", "drain-pdb", "statefulset", "jobs", "bulk-apply"} {
 		t.Run(f, func(t *testing.T) {
 			t.Parallel()
 			goldenTimelines(t, f)
