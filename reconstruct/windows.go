@@ -219,6 +219,15 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 		}
 	}
 	bs := en.bands(rule, writer, o.Key.Resource)
+	// Evidence before bands: a client that held the write back for most of
+	// a hop of a second or more (client-go logs the waits past 1 s) is why
+	// it waited, even when an ordinary reaction's band would hold it.
+	from := max(causeNS, e.ReceivedNS-int64(heldBackSpan))
+	if d >= silenceMin {
+		if x, ok := en.throttled(e, bs, d, from, true); ok {
+			return x
+		}
+	}
 	if win, ok := within(bs, d); ok {
 		return explanation{explain: win.Explain}
 	}
@@ -233,20 +242,8 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	// The writer's client may have held requests back (client-side rate
 	// limiting): its log says when and for how long; the rest of the hop
 	// must be within the window.
-	from := max(causeNS, e.ReceivedNS-int64(heldBackSpan))
-	if held, n, file := en.heldBack(e, from, e.ReceivedNS, false); held > 0 {
-		if _, ok := within(bs, d-held); ok {
-			return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
-				"its client held back %d such request(s) for %s of the wait (client-side rate limiting, %s)",
-				n, held.Round(time.Millisecond), filepath.Base(file))}
-		}
-	}
-	if held, n, file := en.heldBack(e, from, e.ReceivedNS, true); held > 0 {
-		if _, ok := within(bs, d-held); ok {
-			return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
-				"its process held back %d request(s) of other kinds for %s of the wait, and the write queued behind them "+
-					"(client-side rate limiting, %s)", n, held.Round(time.Millisecond), filepath.Base(file))}
-		}
+	if x, ok := en.throttled(e, bs, d, from, false); ok {
+		return x
 	}
 	if lat := e.APILatency(); lat > d/2 {
 		x := explanation{explain: cpid.ExplainAPIServer, detail: fmt.Sprintf("the apiserver took %s of it", lat.Round(time.Millisecond))}
@@ -258,6 +255,37 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	win, _ := within(bs, d)
 	return explanation{explain: cpid.ExplainUnexplained,
 		detail: fmt.Sprintf("%s past the %s window of %s", (d - win.Max).Round(time.Millisecond), win.Max, writer)}
+}
+
+// throttled explains a hop of d whose writer's client held requests back
+// after from (client-side rate limiting, from its log): requests like this
+// one, else any of its process's, queued before it; what is left of the
+// hop must fit one of the bands bs. With most (before the bands), only
+// requests like this one count, and they must have been held back for at
+// least half the hop.
+func (en *Engine) throttled(e *Event, bs []Window, d time.Duration, from int64, most bool) (explanation, bool) {
+	kinds := []bool{false, true}
+	if most {
+		kinds = kinds[:1]
+	}
+	for _, process := range kinds {
+		held, n, file := en.heldBack(e, from, e.ReceivedNS, process)
+		if held <= 0 || most && held < d/2 {
+			continue
+		}
+		if _, ok := within(bs, d-held); !ok {
+			continue
+		}
+		if !process {
+			return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
+				"its client held back %d such request(s) for %s of the wait (client-side rate limiting, %s)",
+				n, held.Round(time.Millisecond), filepath.Base(file))}, true
+		}
+		return explanation{explain: cpid.ExplainThrottled, detail: fmt.Sprintf(
+			"its process held back %d request(s) of other kinds for %s of the wait, and the write queued behind them "+
+				"(client-side rate limiting, %s)", n, held.Round(time.Millisecond), filepath.Base(file))}, true
+	}
+	return explanation{}, false
 }
 
 // onPurpose explains a hop that the object's spec made wait: a ReplicaSet's
