@@ -321,8 +321,23 @@ func TestContractRead(t *testing.T) {
 				read("pod writes "+id, func(r cpid.ChangeReader) (any, error) { return r.PodWrites(ctx, id) })
 				read("hops "+id, func(r cpid.ChangeReader) (any, error) { return r.Hops(ctx, id) })
 				seen := map[cpid.ObjectKey]bool{}
+				listed := map[string][]cpid.ObjectMatch{}
 				for _, e := range tl {
 					k := cpid.ObjectKey{Group: e.APIGroup, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
+					if _, ok := listed[k.Resource]; !ok {
+						// No name: every object of the resource (:pods).
+						listed[k.Resource] = read("objects of "+k.Resource, func(r cpid.ChangeReader) (any, error) {
+							return r.Objects(ctx, cpid.ObjectQuery{ResourceMatch: cpid.ResourceMatch{Resources: []string{k.Resource}, AnyGroup: true},
+								AllNamespaces: true})
+						}).([]cpid.ObjectMatch)
+					}
+					if !slices.ContainsFunc(listed[k.Resource], func(m cpid.ObjectMatch) bool {
+						o := m.ObjectKey
+						o.Cluster = ""
+						return o == k
+					}) {
+						t.Errorf("the objects of %s lack %s", k.Resource, k)
+					}
 					if !seen[k] {
 						seen[k] = true
 						read("revisions of "+k.String(), func(r cpid.ChangeReader) (any, error) {

@@ -14,6 +14,8 @@ type ResourceMatch struct {
 // reference (deploy/web, deployments.apps/web, node/n1) may name.
 type ObjectQuery struct {
 	ResourceMatch
+	// Name is the object's name; "" finds every object of the resource
+	// (kubectl get pods, k9s's :pods).
 	Name string
 	// Namespace is the object's namespace ("" for a cluster-scoped one);
 	// with AllNamespaces, objects of that name in every namespace (and

@@ -17,18 +17,18 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	if len(q.Resources) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, count(*), min(r.stage_ns), max(r.stage_ns)
-		FROM revisions r WHERE r.name = $1 AND r.resource = ANY($2) AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6)
+	rows, err := s.pool.Query(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
+		FROM revisions r WHERE ($1 = '' OR r.name = $1) AND r.resource = ANY($2) AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6)
 		  AND ($7 = '' OR r.cluster = $7)
-		GROUP BY r.cluster, r.api_group, r.resource, r.namespace
-		ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C"`,
+		GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name
+		ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C", r.name COLLATE "C"`,
 		q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster)
 	if err != nil {
 		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.ObjectMatch, error) {
-		m := cpid.ObjectMatch{ObjectKey: cpid.ObjectKey{Name: q.Name}}
-		err := row.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Writes, &m.FirstNS, &m.LastNS)
+		var m cpid.ObjectMatch
+		err := row.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Name, &m.Writes, &m.FirstNS, &m.LastNS)
 		return m, err
 	})
 }

@@ -15,8 +15,11 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	if len(q.Resources) == 0 {
 		return nil, nil
 	}
-	conds := []string{`r.name = ?`, `r.resource IN (` + placeholders(len(q.Resources)) + `)`}
-	args := append([]any{q.Name}, strArgs(q.Resources)...)
+	conds := []string{`r.resource IN (` + placeholders(len(q.Resources)) + `)`}
+	args := strArgs(q.Resources)
+	if q.Name != "" {
+		conds, args = append(conds, `r.name = ?`), append(args, q.Name)
+	}
 	if !q.AnyGroup {
 		conds, args = append(conds, `r.api_group = ?`), append(args, q.Group)
 	}
@@ -26,17 +29,17 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	if s.cluster != "" {
 		conds, args = append(conds, `r.cluster = ?`), append(args, s.cluster)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, count(*), min(r.stage_ns), max(r.stage_ns)
+	rows, err := s.r.QueryContext(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
 		FROM revisions r WHERE `+strings.Join(conds, " AND ")+`
-		GROUP BY r.cluster, r.api_group, r.resource, r.namespace ORDER BY 1, 2, 3, 4`, args...)
+		GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name ORDER BY 1, 2, 3, 4, 5`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
 	}
 	defer rows.Close()
 	var out []cpid.ObjectMatch
 	for rows.Next() {
-		m := cpid.ObjectMatch{ObjectKey: cpid.ObjectKey{Name: q.Name}}
-		if err := rows.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Writes, &m.FirstNS, &m.LastNS); err != nil {
+		var m cpid.ObjectMatch
+		if err := rows.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Name, &m.Writes, &m.FirstNS, &m.LastNS); err != nil {
 			return nil, err
 		}
 		out = append(out, m)
