@@ -64,6 +64,9 @@ type Object struct {
 	// deleted: the latest successful write was a delete, by deletedBy.
 	deleted   bool
 	deletedBy string
+	// agent is a Node's latest status write by its node agent (a kubelet,
+	// KWOK): its last heartbeat the audit log shows.
+	agent *Ref
 	// marked: the node lifecycle controller wrote this Node's status and
 	// the audit log hides its conditions; its node agent has not written
 	// since.
@@ -339,10 +342,12 @@ func (en *Engine) Process(e *Event) {
 		root = rootOf{trigger: cpid.TriggerUser}
 	case !w.Attempt && nodeTransition(o, wasReady):
 		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s Ready %s -> %s", o.Key.Name, wasReady, o.ready)}
+		en.lastHeartbeat(e, o, &w)
 	case !w.Attempt && blindNodeStatus(o, e, w.Writer.Name):
 		o.marked = true
 		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s status written by the node lifecycle controller "+
 			"(its conditions are not in the audit log: nodes audited at Metadata level)", o.Key.Name)}
+		en.lastHeartbeat(e, o, &w)
 	case !w.Attempt && o.marked && e.Subresource == "status" && nodeAgent(w.Writer.Name) && !e.HasObject():
 		o.marked = false
 		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s status written by its node agent again after the "+
@@ -405,12 +410,30 @@ func (en *Engine) Process(e *Event) {
 	}
 	// An eviction deletes the Pod (gracefully, once its
 	// PodDisruptionBudget allows it): its controller replaces it.
+	if o.Key.Resource == "nodes" && o.Key.Group == "" && e.Subresource == "status" && nodeAgent(w.Writer.Name) {
+		o.agent = ref
+	}
 	o.deleted, o.deletedBy = e.Verb == "delete" && e.Subresource == "" || e.Verb == "create" && e.Subresource == "eviction", ""
 	if o.deleted {
 		o.deletedBy = w.Writer.Name
 	}
 	en.wrote(o)
 	en.Writes = append(en.Writes, w)
+}
+
+// lastHeartbeat gives a Node's loss, a root written by the node lifecycle
+// controller, the node agent's last status write before it as its cause:
+// the story starts where the heartbeats stopped (Lease renewals, which
+// are not read, may have gone on a little longer).
+func (en *Engine) lastHeartbeat(e *Event, o *Object, w *cpid.Write) {
+	if w.Writer.Name != "node-controller" || o.agent == nil || o.agent.StageNS > e.ReceivedNS {
+		return
+	}
+	d := time.Duration(e.StageNS - o.agent.StageNS)
+	w.CauseEventID, w.Rule, w.HopNS = o.agent.EventID, "self", int64(d)
+	w.Explain, w.Confidence = cpid.ExplainNodeGrace, cpid.ConfidenceHeuristic
+	w.ExplainDetail = fmt.Sprintf("its node agent last wrote the Node's status %s before, at %s; %s", d.Round(time.Millisecond),
+		clockOf(o.agent.StageNS), bandDetail(Window{Explain: cpid.ExplainNodeGrace}, d))
 }
 
 type cause struct {

@@ -229,7 +229,7 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 		}
 	}
 	if win, ok := within(bs, d); ok {
-		return explanation{explain: win.Explain}
+		return explanation{explain: win.Explain, detail: bandDetail(win, d)}
 	}
 	if o.Key.Resource == "pods" && o.Key.Group == "" && o.unschedNS != 0 && o.unschedNS <= e.ReceivedNS {
 		msg := o.unsched
@@ -255,6 +255,23 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	win, _ := within(bs, d)
 	return explanation{explain: cpid.ExplainUnexplained,
 		detail: fmt.Sprintf("%s past the %s window of %s", (d - win.Max).Round(time.Millisecond), win.Max, writer)}
+}
+
+// bandDetail says, for the bands that stand for a wait of the control
+// plane's own (not an ordinary reaction), what waited and for how long.
+func bandDetail(w Window, d time.Duration) string {
+	switch w.Explain {
+	case cpid.ExplainToleration:
+		return fmt.Sprintf("evicted %s after its Node's change: the Pod tolerates the Node's NoExecute taint "+
+			"(node.kubernetes.io/unreachable or not-ready) for its tolerationSeconds, 300 s unless its spec says less", d.Round(time.Millisecond))
+	case cpid.ExplainNodeGrace:
+		return fmt.Sprintf("%s without a heartbeat: the node lifecycle controller marks a Node Unknown after "+
+			"--node-monitor-grace-period (50 s by default)", d.Round(time.Millisecond))
+	case cpid.ExplainPodGC:
+		return fmt.Sprintf("%s after its Node went: the pod garbage collector deletes a Pod of a Node that is gone "+
+			"after a 40 s quarantine, looking every 20 s", d.Round(time.Millisecond))
+	}
+	return ""
 }
 
 // throttled explains a hop of d whose writer's client held requests back
