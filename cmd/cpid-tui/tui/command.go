@@ -93,22 +93,64 @@ func (m *Model) command(line string) tea.Cmd {
 
 // resourceCommand takes a command line that starts with a resource, as in
 // k9s: :pods NAME, :deploy/web, :no kwok-node-0 -n ns open the history of
-// the object (as :history does); false when the line does not start with
-// a resource (a built-in one by any of kubectl's names, or any resource
-// followed by a name).
+// the object (as :history does), and a resource alone (:pods, :deploy -n
+// ns) lists its objects with writes, to open the history of one; false
+// when the line does not start with a resource (a built-in one by any of
+// kubectl's names, or any resource followed by a name).
 func (m *Model) resourceCommand(fields []string) (tea.Cmd, bool) {
 	typ, name, slash := strings.Cut(fields[0], "/")
 	t, err := cpid.ParseType(typ)
-	if err != nil || (t.Scope == cpid.ScopeUnknown && !slash && len(fields) == 1) {
+	ns, rest, bad := namespaceFlag(fields)
+	if err != nil || (t.Scope == cpid.ScopeUnknown && !slash && len(rest) == 1) {
 		return nil, false
 	}
-	if !slash && len(fields) == 1 || slash && name == "" {
-		// Listing every object of a resource needs a query the store
-		// does not have yet: one object at a time, by its name.
-		return notice(fmt.Sprintf(":%s wants a name: :%s NAME [-n NAMESPACE] opens the history of one (or / filters the changes by a name)",
-			typ, typ)), true
+	switch {
+	case bad != "":
+		return notice(bad), true
+	case !slash && len(rest) == 1 || slash && name == "" && len(rest) == 1:
+		return m.objectsCommand(typ, t, ns), true
 	}
 	return m.historyCommand(fields), true
+}
+
+// objectsCommand lists the objects of resource t with writes, in
+// namespace ns or ("") in every namespace.
+func (m *Model) objectsCommand(typed string, t cpid.TypeRef, ns string) tea.Cmd {
+	a := m.a
+	return func() tea.Msg {
+		q := cpid.ObjectQuery{ResourceMatch: t.ResourceMatch, Namespace: ns, AllNamespaces: ns == "" || t.Scope == cpid.ScopeCluster}
+		ms, err := a.st.Objects(a.ctx, q)
+		in := ""
+		if ns != "" && t.Scope != cpid.ScopeCluster {
+			in = " in namespace " + ns
+		}
+		switch {
+		case err != nil:
+			return noticeMsg(typed + ": " + err.Error())
+		case len(ms) == 0:
+			return noticeMsg(fmt.Sprintf("%s: no object of %s has writes%s", typed, t.Kind, in))
+		}
+		return pushMsg{newObjects(a, typed, fmt.Sprintf("%s: %s with writes%s", t.Kind, plural(len(ms), "object"), in), ms)}
+	}
+}
+
+// namespaceFlag takes -n NAMESPACE (--namespace, -n=NAMESPACE) out of
+// args; bad says what is wrong with it.
+func namespaceFlag(args []string) (ns string, rest []string, bad string) {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-n" || a == "--namespace":
+			if i+1 == len(args) {
+				return "", nil, a + " wants a namespace"
+			}
+			ns, i = args[i+1], i+1
+		case strings.HasPrefix(a, "-n="), strings.HasPrefix(a, "--namespace="):
+			_, ns, _ = strings.Cut(a, "=")
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return ns, rest, ""
 }
 
 // historyCommand opens the history of the object a kubectl-style
@@ -116,20 +158,9 @@ func (m *Model) resourceCommand(fields []string) (tea.Cmd, bool) {
 // found as cpid-tui history finds it; several objects of that name are
 // listed to choose from.
 func (m *Model) historyCommand(args []string) tea.Cmd {
-	var ns string
-	var ref []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "-n" || a == "--namespace":
-			if i+1 == len(args) {
-				return notice(a + " wants a namespace")
-			}
-			ns, i = args[i+1], i+1
-		case strings.HasPrefix(a, "-n="), strings.HasPrefix(a, "--namespace="):
-			_, ns, _ = strings.Cut(a, "=")
-		default:
-			ref = append(ref, a)
-		}
+	ns, ref, bad := namespaceFlag(args)
+	if bad != "" {
+		return notice(bad)
 	}
 	r, err := cpid.ParseRef(ref)
 	if err != nil {
@@ -149,7 +180,7 @@ func (m *Model) historyCommand(args []string) tea.Cmd {
 		case len(ms) == 1:
 			return pushMsg{newHistory(a, ms[0].ObjectKey, cpid.KindOf("", ms[0].Resource), "", 0)}
 		}
-		return pushMsg{newObjects(a, r.String(), ms)}
+		return pushMsg{newObjects(a, "objects named "+r.String(), fmt.Sprintf("%s names %s", r, plural(len(ms), "object")), ms)}
 	}
 }
 

@@ -48,7 +48,7 @@ func (m *Model) helpView(w, h int) string {
 	legend := []string{"",
 		" Times are UTC; +N is the time since the change's first request reached the apiserver. / matches names, writers, verbs and HTTP codes.",
 		" Timeline: ◆ ━ the critical path, ● a write, ─ its hop from its cause, ✕ a failed write, ▬ a span. ! an anomaly, ? a cause found by time alone, → a log line that explains a write, * a change marked for a diff.",
-		" Coming from k9s: :pods NAME, :deploy/NAME, :no NAME (any resource, kubectl's names) open an object's history; d is diff here (describe in k9s), l expands a DAG node (logs in k9s: 3 shows a change's logs); w wraps as in k9s; esc goes back, / filters, : commands as there.",
+		" Coming from k9s: :pods, :deploy, :no (any resource by kubectl's names) list its objects, :pods NAME opens one's history; d is diff here (describe in k9s), l expands a DAG node (logs in k9s: 3 shows a change's logs); w wraps as in k9s; esc goes back, / filters, : commands as there.",
 		" The mouse wheel moves the cursor. esc or ? closes this help."}
 	out := []string{""}
 	if w >= 76 {

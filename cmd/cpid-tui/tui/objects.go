@@ -10,23 +10,25 @@ import (
 	"github.com/cpid-dev/cpid"
 )
 
-// objectsScreen lists the objects a reference of :history names when it
-// names several (web in two namespaces): enter opens the history of one.
+// objectsScreen lists objects to open the history of one (enter): those
+// a reference of :history names when it names several (web in two
+// namespaces), or every object of a resource (:pods).
 type objectsScreen struct {
-	a      *app
-	ref    string
-	all    []cpid.ObjectMatch
-	rows   []cpid.ObjectMatch
-	filter string
-	cursor int
-	top    int
+	a *app
+	// what is the crumb, title the line above the list.
+	what, title string
+	all         []cpid.ObjectMatch
+	rows        []cpid.ObjectMatch
+	filter      string
+	cursor      int
+	top         int
 }
 
-func newObjects(a *app, ref string, ms []cpid.ObjectMatch) *objectsScreen {
-	return &objectsScreen{a: a, ref: ref, all: ms, rows: ms}
+func newObjects(a *app, what, title string, ms []cpid.ObjectMatch) *objectsScreen {
+	return &objectsScreen{a: a, what: what, title: title, all: ms, rows: ms}
 }
 
-func (o *objectsScreen) crumb() string { return "objects named " + o.ref }
+func (o *objectsScreen) crumb() string { return o.what }
 
 func (o *objectsScreen) load() tea.Cmd { return nil }
 
@@ -71,10 +73,14 @@ func (o *objectsScreen) update(msg tea.Msg) tea.Cmd {
 func (o *objectsScreen) view(w, h int) string {
 	s := &o.a.sty
 	clusters := len(o.all) > 0 && o.all[0].Cluster != o.all[len(o.all)-1].Cluster
-	lines := []string{s.dim.Render(lines1(fmt.Sprintf(" %s names %s: enter opens the history of one", o.ref,
-		plural(len(o.all), "object")), w))}
-	nameW := max(20, w-4-11-30-10)
-	lines = append(lines, s.header.Render(fit("    "+fit("OBJECT", nameW+1)+right("ALL WRITES", 10)+"  "+fit("FIRST TO LAST", 29)+"CLUSTER", w)))
+	lines := []string{s.dim.Render(lines1(" "+o.title+": enter opens the history of one", w))}
+	// The cluster's column only when there are several; else its room
+	// goes to the names.
+	nameW, head := max(20, w-47), ""
+	if clusters {
+		nameW, head = max(20, w-4-11-30-10), "CLUSTER"
+	}
+	lines = append(lines, s.header.Render(fit("    "+fit("OBJECT", nameW+1)+right("ALL WRITES", 10)+"  "+fit("FIRST TO LAST", 29)+head, w)))
 	listH := max(1, h-len(lines))
 	o.top = window(o.top, o.cursor, len(o.rows), listH)
 	for i := o.top; i < min(len(o.rows), o.top+listH); i++ {
