@@ -112,7 +112,7 @@ func (s *anomaliesScreen) view(w, h int) string {
 	}
 	lines := []string{st.dim.Render(fmt.Sprintf(" %s in the database: what the logs show that a reconstruction must not hide · enter opens the write's change",
 		count(len(s.all), "anomaly", "anomalies")))}
-	kindW, changeW := 20, 10
+	kindW, changeW := 20, max(10, s.a.idLen+2)
 	objW := max(16, min(40, (w-4-13-kindW-changeW)/2))
 	lines = append(lines, st.header.Render(fit("    "+fit("TIME", 13)+fit("KIND", kindW+1)+fit("OBJECT", objW+1)+fit("CHANGE", changeW+1)+"DETAIL", w)))
 	detail := s.detail(w, h/2)
@@ -123,7 +123,7 @@ func (s *anomaliesScreen) view(w, h int) string {
 		a := s.rows[i]
 		ch := "background"
 		if a.Change != "" {
-			ch = short(a.Change)
+			ch = s.a.short(a.Change)
 		}
 		line := mark(i == s.cursor) + "! " + fit(clock(a.NS), 13) + fit(a.Kind, kindW) + " " + objectName(cpid.KindOf("", a.Resource), a.Namespace, a.Name, objW) + " " +
 			fit(ch, changeW) + " " + a.Detail

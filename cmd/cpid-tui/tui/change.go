@@ -85,7 +85,7 @@ func openWrite(a *app, id string, eventID int64) tea.Cmd {
 
 func (c *changeScreen) crumb() string {
 	if !c.haveRow {
-		return short(c.id)
+		return c.a.short(c.id)
 	}
 	return withSub(c.row.Verb, c.row.Subresource) + " " + object(c.row.Kind, c.row.Namespace, c.row.Name)
 }
@@ -254,9 +254,9 @@ func (c *changeScreen) linked(cpid string, ancestors bool) tea.Cmd {
 	st, ctx, id, a := c.a.st, c.a.ctx, c.id, c.a
 	return func() tea.Msg {
 		rows, err := st.LinkedChanges(ctx, id, cpid, ancestors)
-		what := "related changes (descendants) of " + short(cpid)
+		what := "related changes (descendants) of " + c.a.short(cpid)
 		if ancestors {
-			what = "origins of " + short(cpid)
+			what = "origins of " + c.a.short(cpid)
 		}
 		switch {
 		case err != nil:

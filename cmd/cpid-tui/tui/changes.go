@@ -307,10 +307,10 @@ func (c *changesScreen) setFilter(f string) tea.Cmd {
 
 func (c *changesScreen) status() string {
 	if r, ok := c.selected(); ok {
-		s := fmt.Sprintf("change %d/%d  %s  %s %s", c.cursor+1, c.total, short(r.ID), withSub(r.Verb, r.Subresource),
+		s := fmt.Sprintf("change %d/%d  %s  %s %s", c.cursor+1, c.total, c.a.short(r.ID), withSub(r.Verb, r.Subresource),
 			object(r.Kind, r.Namespace, r.Name))
 		if c.marked.ID != "" && c.marked.ID != r.ID {
-			s = fmt.Sprintf("d compares %s with %s · ", short(c.marked.ID), short(r.ID)) + s
+			s = fmt.Sprintf("d compares %s with %s · ", c.a.short(c.marked.ID), c.a.short(r.ID)) + s
 		}
 		return s
 	}

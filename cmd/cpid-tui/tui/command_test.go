@@ -294,7 +294,7 @@ func TestAnomaliesShown(t *testing.T) {
 	for i, r := range list.rows {
 		flagged := strings.HasPrefix(strings.TrimPrefix(list.flag(r), " "), "!")
 		if flagged != (byChange[r.ID] > 0) {
-			t.Errorf("row %d (%s): flagged %v, %d anomalies", i, short(r.ID), flagged, byChange[r.ID])
+			t.Errorf("row %d (%s): flagged %v, %d anomalies", i, m.a.short(r.ID), flagged, byChange[r.ID])
 		}
 	}
 	runCommand(t, m, "anomalies")

@@ -42,11 +42,13 @@ func newCompare(a *app, id1, id2 string) *compareScreen {
 	return &compareScreen{a: a, ids: [2]string{id1, id2}}
 }
 
-func (d *compareScreen) crumb() string { return "diff " + short(d.ids[0]) + " " + short(d.ids[1]) }
+func (d *compareScreen) crumb() string {
+	return "diff " + d.a.short(d.ids[0]) + " " + d.a.short(d.ids[1])
+}
 
 func (d *compareScreen) load() tea.Cmd {
 	d.seq++
-	seq, st, ctx, ids := d.seq, d.a.st, d.a.ctx, d.ids
+	seq, st, ctx, ids, n := d.seq, d.a.st, d.a.ctx, d.ids, d.a.idLen
 	return func() tea.Msg {
 		msg := compareLoaded{to: d, seq: seq}
 		var cs [2]cpid.ChangeRow
@@ -67,7 +69,7 @@ func (d *compareScreen) load() tea.Cmd {
 			}
 		}
 		msg.r = reconstruct.Compare(cs[0], cs[1], ts[0], ts[1])
-		msg.r.Summary = CompareSummary(msg.r)
+		msg.r.Summary = compareSummary(msg.r, n)
 		return msg
 	}
 }
@@ -76,8 +78,11 @@ func (d *compareScreen) load() tea.Cmd {
 // the second change took and which writer most of the difference went
 // to, in the units of every view; the TUI's comparison and cpid-tui diff
 // say it alike.
-func CompareSummary(r reconstruct.Comparison) string {
-	a, b := short(r.A.ID), short(r.B.ID)
+func CompareSummary(r reconstruct.Comparison) string { return compareSummary(r, minIDLength) }
+
+// compareSummary is CompareSummary with ids of n characters.
+func compareSummary(r reconstruct.Comparison, n int) string {
+	a, b := shortN(r.A.ID, n), shortN(r.B.ID, n)
 	if r.DeltaNS == 0 {
 		return fmt.Sprintf("%s took as long as %s (%s)", b, a, dur(r.SettledBNS))
 	}
@@ -180,7 +185,7 @@ func (d *compareScreen) view(w, h int) string {
 	r := d.r
 	var out []string
 	for i, c := range []cpid.ChangeRow{r.A, r.B} {
-		out = append(out, lines1(fmt.Sprintf(" (%d) %s settled after %s, %s: %s %s at %s", i+1, short(c.ID), dur(c.SettledNS-c.StartedNS),
+		out = append(out, lines1(fmt.Sprintf(" (%d) %s settled after %s, %s: %s %s at %s", i+1, d.a.short(c.ID), dur(c.SettledNS-c.StartedNS),
 			plural(c.Writes, "write"), withSub(c.Verb, c.Subresource), object(c.Kind, c.Namespace, c.Name), clock(c.StartedNS)), w))
 	}
 	for _, l := range lines(w, 2, r.Summary) {
@@ -245,7 +250,7 @@ func (d *compareScreen) view(w, h int) string {
 		table = append(table, row(x))
 	}
 	if len(shown) < len(wr) {
-		table = append(table, s.dim.Render(fmt.Sprintf("  %d more: cpid-tui diff %s %s lists them", len(wr)-len(shown), short(r.A.ID), short(r.B.ID))))
+		table = append(table, s.dim.Render(fmt.Sprintf("  %d more: cpid-tui diff %s %s lists them", len(wr)-len(shown), d.a.short(r.A.ID), d.a.short(r.B.ID))))
 	}
 	table = append(table, s.header.Render(row(reconstruct.WriterDelta{Writer: "settled after", ANS: r.SettledANS, BNS: r.SettledBNS, DeltaNS: r.DeltaNS})))
 	return block(append(out, table...), w, h)

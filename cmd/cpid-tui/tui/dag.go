@@ -250,7 +250,7 @@ func (d *dagView) rowText(r dagRow, w int) string {
 	if d.collapsed[node.CPID] {
 		fold = "▸"
 	}
-	text := fold + " " + short(node.CPID) + " " + d.nodeText(node)
+	text := fold + " " + d.c.a.short(node.CPID) + " " + d.nodeText(node)
 	if ansi.StringWidth(text) > room {
 		text = cutWords(text, room)
 	}
@@ -308,9 +308,9 @@ func (d *dagView) nodeText(n cpid.GraphNode) string {
 	}
 	var srcs []string
 	for _, src := range m.Sources {
-		t := short(src)
+		t := d.c.a.short(src)
 		if chs := d.g.Outside[src]; len(chs) > 0 {
-			t += " (change " + short(chs[0]) + ")"
+			t += " (change " + d.c.a.short(chs[0]) + ")"
 		}
 		srcs = append(srcs, t)
 	}
@@ -376,7 +376,7 @@ func (d *dagView) status() string {
 	r := d.rows[d.cursor]
 	if r.obj >= 0 {
 		o := n.Objects[r.obj]
-		return fmt.Sprintf("DAG %d/%d  %s  %s", d.cursor+1, len(d.rows), short(n.CPID), object(o.Kind, o.Namespace, o.Name))
+		return fmt.Sprintf("DAG %d/%d  %s  %s", d.cursor+1, len(d.rows), d.c.a.short(n.CPID), object(o.Kind, o.Namespace, o.Name))
 	}
 	return fmt.Sprintf("DAG %d/%d  CPID %s", d.cursor+1, len(d.rows), n.CPID)
 }

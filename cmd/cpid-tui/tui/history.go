@@ -159,8 +159,8 @@ func (h *historyScreen) update(msg tea.Msg) tea.Cmd {
 // historyWidths are the widths of the list's columns in w cells; the
 // cause gets a column when it has room for a name (else the detail says
 // it).
-func historyWidths(w int) (writer, verb, change, cause int) {
-	verb, change = 17, 13 // update/status 409, 044d68ee user
+func historyWidths(w, idLen int) (writer, verb, change, cause int) {
+	verb, change = 17, max(minIDLength, idLen)+5 // update/status 409, 044d68ee user
 	writer = max(12, min(24, w-6-13-verb-1-change-1-1))
 	cause = w - 6 - 13 - writer - 1 - verb - 1 - change - 1
 	if cause < 40 {
@@ -191,7 +191,7 @@ func (h *historyScreen) view(w, hgt int) string {
 		}
 	}
 	lines := []string{s.dim.Render(lines1(fmt.Sprintf(" %s: %s%s across changes · enter opens a write's change there", name, writes(good, failed), more), w))}
-	writerW, verbW, changeW, causeW := historyWidths(w)
+	writerW, verbW, changeW, causeW := historyWidths(w, h.a.idLen)
 	cause := "CAUSE"
 	if causeW == 0 {
 		cause = ""
@@ -225,9 +225,9 @@ func (h *historyScreen) row(i, w int) string {
 	case x.Change == h.from:
 		ch = "this change"
 	case x.Change != "":
-		ch = short(x.Change) + " " + string(x.Trigger)
+		ch = h.a.short(x.Change) + " " + string(x.Trigger)
 	}
-	writerW, verbW, changeW, causeW := historyWidths(w)
+	writerW, verbW, changeW, causeW := historyWidths(w, h.a.idLen)
 	flag := " "
 	if h.anoms[x.EventID] > 0 {
 		flag = "!"

@@ -45,6 +45,10 @@ type app struct {
 	// whole: the lines under every list show their text in full, wrapped,
 	// instead of one line each cut with " …" (w).
 	whole bool
+	// idLen is how many characters of an id the views show: the fewest,
+	// minIDLength or more, that no two ids of the database share
+	// (cpid.IDLength), read once per data version.
+	idLen int
 }
 
 // screen is one level of the breadcrumb: the changes list, a change, a list
@@ -90,6 +94,12 @@ type versionMsg struct {
 
 // tickMsg asks for a data version check.
 type tickMsg struct{}
+
+// idLenMsg is how many characters of an id are unique in the database.
+type idLenMsg struct {
+	n   int
+	err error
+}
 
 func push(s screen) tea.Cmd { return func() tea.Msg { return pushMsg{s} } }
 
@@ -158,6 +168,17 @@ func (m *Model) checkVersion() tea.Cmd {
 	}
 }
 
+// idLength reads how many characters of an id are unique in the
+// database: once when it opens and once per new data, never per frame
+// (it reads every CPID).
+func (m *Model) idLength() tea.Cmd {
+	a := m.a
+	return func() tea.Msg {
+		n, err := cpid.IDLength(a.ctx, a.st, minIDLength)
+		return idLenMsg{n, err}
+	}
+}
+
 func (m *Model) tick() tea.Cmd {
 	if m.opt.Refresh <= 0 {
 		return nil
@@ -183,6 +204,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		changed := msg.v != m.version
 		m.version, m.a.version = msg.v, msg.v
 		if first || !changed {
+			if first {
+				return m, tea.Batch(m.idLength(), m.tick())
+			}
 			return m, m.tick()
 		}
 		// New data: reload what is shown now, and the screens under it
@@ -190,7 +214,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		for _, s := range m.stack[:len(m.stack)-1] {
 			m.stale[s] = true
 		}
-		return m, tea.Batch(m.top().load(), m.tick())
+		return m, tea.Batch(m.top().load(), m.idLength(), m.tick())
+	case idLenMsg:
+		if msg.err != nil {
+			m.notice = msg.err.Error()
+			return m, nil
+		}
+		m.a.idLen = msg.n
+		return m, nil
 	case pushMsg:
 		m.stack = append(m.stack, msg.s)
 		return m, msg.s.load()

@@ -440,7 +440,7 @@ func TestRefreshKeepsCursor(t *testing.T) {
 		t.Fatalf("refresh: %d changes, had %d", list.total, before)
 	}
 	if got := list.rows[list.cursor].ID; got != keep {
-		t.Errorf("refresh moved the cursor from change %s to %s", short(keep), short(got))
+		t.Errorf("refresh moved the cursor from change %s to %s", m.a.short(keep), m.a.short(got))
 	}
 }
 

@@ -235,7 +235,7 @@ func (r *revisionsView) view(w, h int) string {
 		case rv.ChangeID == r.c.id:
 			ch = "this"
 		case rv.ChangeID != "":
-			ch = short(rv.ChangeID)
+			ch = r.c.a.short(rv.ChangeID)
 		}
 		body := "yes "
 		switch {

@@ -63,12 +63,20 @@ func withSub(verb, sub string) string {
 	return verb + "/" + sub
 }
 
-// short abbreviates a CPID (a UUID) to its first 8 characters.
-func short(cpid string) string {
-	if len(cpid) > 8 {
-		return cpid[:8]
+// minIDLength is the fewest characters of an id (a change's, a CPID) a
+// view shows.
+const minIDLength = 8
+
+// short abbreviates a CPID or a change's id (a UUID) to the shortest
+// prefix unique in the database (app.idLen, 8 or more), as git does.
+func (a *app) short(cpid string) string { return shortN(cpid, a.idLen) }
+
+// shortN abbreviates id to n characters, minIDLength if fewer.
+func shortN(id string, n int) string {
+	if n = max(n, minIDLength); len(id) > n {
+		return id[:n]
 	}
-	return cpid
+	return id
 }
 
 // agent shortens a user agent to its program: "kubectl/v1.35.0 (linux/amd64)

@@ -543,7 +543,7 @@ func (t *timelineView) detail(w, most int, lo int64) []string {
 		}
 	}
 	if e.CPID != "" {
-		cause += fmt.Sprintf(" · CPID %s (%s)", short(e.CPID), e.Origin)
+		cause += fmt.Sprintf(" · CPID %s (%s)", t.c.a.short(e.CPID), e.Origin)
 	}
 	out := append([]string{rule}, t.c.a.details(w, len(texts), most, texts...)...)
 	out = append(out, whole(w, why)...)

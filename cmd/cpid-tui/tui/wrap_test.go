@@ -69,7 +69,7 @@ func TestTimelineHopAndReasonInFull(t *testing.T) {
 // cuts it.
 func TestWrapShowsCutText(t *testing.T) {
 	m, e := leaderGap(t, 80, 24)
-	cause := "nothing names the cause · CPID " + short(e.CPID)
+	cause := "nothing names the cause · CPID " + m.a.short(e.CPID)
 	if strings.Contains(squeeze(plain(m)), squeeze(cause)) {
 		t.Fatalf("the cause already fits at 80x24; the test needs one that does not:\n%s", plain(m))
 	}
