@@ -58,7 +58,7 @@ const throttleSkew = time.Second
 
 // evidenceReadAhead is how far past the write that needs it evidence is
 // read at once.
-const evidenceReadAhead = time.Minute
+const evidenceReadAhead = 10 * time.Minute
 
 // EvidenceLookback is how far before a wait evidence is read: a lease's
 // holder before the wait is known from its earlier writes.
@@ -344,7 +344,12 @@ type Evidence func(program string, afterNS, atNS int64) ([]cpid.Evidence, error)
 // read for one late write is kept and only the newer part read for the
 // next.
 func (en *Engine) evidenceOf(program string, afterNS, atNS int64) *evidence {
-	lo := afterNS - int64(EvidenceLookback)
+	// A start that explains a wait comes shortly before the write, however
+	// old the cause: evidence is read from EvidenceLookback before the
+	// later of the cause and EvidenceLookback before the write, so that the
+	// window only moves forward as writes come (a cause hours old would
+	// make every read start again from it).
+	lo := max(afterNS, atNS-int64(EvidenceLookback)) - int64(EvidenceLookback)
 	c := en.evCache[program]
 	if c == nil || lo < c.lo || en.Evidence == nil {
 		x := newEvidence()
