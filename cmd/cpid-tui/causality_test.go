@@ -126,18 +126,8 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 		if ev.Trigger == "schedule" {
 			from -= 2e9
 		}
-		rows, err := db.Query(`SELECT id FROM changes WHERE trigger = ? AND started_ns BETWEEN ? AND ? ORDER BY started_ns`,
+		ids := queryStrings(t, db, `SELECT id FROM changes WHERE trigger = ? AND started_ns BETWEEN ? AND ? ORDER BY started_ns`,
 			want, from, ev.EndNS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			rows.Scan(&id)
-			ids = append(ids, id)
-		}
-		rows.Close()
 		// An object the apiserver created before the environment acted
 		// (the script marks the start just before it kills a process)
 		// is the action's, as tookOver says.

@@ -168,39 +168,20 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 		// The root changes of the action: its one object's, or, for an
 		// action of several changes at once (a "*" resource or name), every
 		// user change that fits in the action's window.
-		var ids []string
 		many := a.Request.Name == "*" || a.Request.Resource == "*"
-		rows, err := db.Query(`SELECT id FROM changes WHERE verb = ? AND (resource = ? OR ? = '*') AND namespace = ?
+		ids := queryStrings(t, db, `SELECT id FROM changes WHERE verb = ? AND (resource = ? OR ? = '*') AND namespace = ?
 			AND (name = ? OR ? = '*') AND started_ns BETWEEN ? AND ? ORDER BY started_ns`,
 			a.Request.Verb, a.Request.Resource, a.Request.Resource, a.Request.Namespace, a.Request.Name, a.Request.Name,
 			a.StartNS, a.EndNS)
-		if err != nil {
-			t.Fatal(err)
+		if !many && len(ids) > 1 {
+			ids = ids[:1]
 		}
-		for rows.Next() {
-			var id string
-			rows.Scan(&id)
-			ids = append(ids, id)
-			if !many {
-				break
-			}
-		}
-		rows.Close()
 		if len(ids) == 1 {
 			// One command, several requests (kubectl drain: the cordon,
 			// then an eviction per Pod): every other root of the same user
 			// started while the command ran is one of the action's.
-			rows, err := db.Query(`SELECT c.id FROM changes c JOIN changes r ON r.id = ? WHERE c.trigger = 'user'
-				AND c.user = r.user AND c.id <> r.id AND c.started_ns BETWEEN ? AND ? ORDER BY c.started_ns`, ids[0], a.StartNS, a.EndNS)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var id string
-				rows.Scan(&id)
-				ids = append(ids, id)
-			}
-			rows.Close()
+			ids = append(ids, queryStrings(t, db, `SELECT c.id FROM changes c JOIN changes r ON r.id = ? WHERE c.trigger = 'user'
+				AND c.user = r.user AND c.id <> r.id AND c.started_ns BETWEEN ? AND ? ORDER BY c.started_ns`, ids[0], a.StartNS, a.EndNS)...)
 		}
 		if len(ids) == 0 {
 			t.Errorf("%s: no root change for %s %s %s/%s in [%d, %d]", a.ID, a.Request.Verb, a.Request.Resource,
@@ -286,6 +267,25 @@ func keysOf(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// queryStrings returns the first column of the rows q selects.
+func queryStrings(t *testing.T, db *sql.DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
 	return out
 }
 
