@@ -225,6 +225,9 @@ type Engine struct {
 	// epoch the start the write being processed opens.
 	Evidence    Evidence
 	Throttles   Throttles // client-side throttling from the controllers' logs
+	// NodeLeases reads the writes of a Node's Lease in NodeLeaseNamespace
+	// (its heartbeats) after afterNS and at most atNS; nil reads none.
+	NodeLeases func(node string, afterNS, atNS int64) ([]cpid.Evidence, error)
 	thr         throttleCache
 	evidenceErr error
 	evCache     map[string]*evCache
@@ -434,6 +437,26 @@ func (en *Engine) lastHeartbeat(e *Event, o *Object, w *cpid.Write) {
 	w.Explain, w.Confidence = cpid.ExplainNodeGrace, cpid.ConfidenceHeuristic
 	w.ExplainDetail = fmt.Sprintf("its node agent last wrote the Node's status %s before, at %s; %s", d.Round(time.Millisecond),
 		clockOf(o.agent.StageNS), bandDetail(Window{Explain: cpid.ExplainNodeGrace}, d))
+	if en.NodeLeases == nil {
+		return
+	}
+	evs, err := en.NodeLeases(o.Key.Name, o.agent.StageNS, e.ReceivedNS)
+	if err != nil {
+		en.evidenceErr = err
+		return
+	}
+	var renewed int64
+	for _, ev := range evs {
+		if ev.Code < 400 {
+			renewed = max(renewed, ev.AtNS)
+		}
+	}
+	if renewed > 0 {
+		q := time.Duration(e.StageNS - renewed)
+		w.ExplainDetail = fmt.Sprintf("its Lease %s/%s was last renewed %s before, at %s, and its node agent last wrote the "+
+			"Node's status at %s; %s", NodeLeaseNamespace, o.Key.Name, q.Round(time.Millisecond), clockOf(renewed),
+			clockOf(o.agent.StageNS), bandDetail(Window{Explain: cpid.ExplainNodeGrace}, q))
+	}
 }
 
 type cause struct {

@@ -29,6 +29,10 @@ var LeaderLeases = []string{"kube-controller-manager", "kube-scheduler", "cloud-
 // LeaseNamespace is where the leader election leases live.
 const LeaseNamespace = "kube-system"
 
+// NodeLeaseNamespace is where each Node's Lease lives, renewed by its
+// kubelet as its heartbeat.
+const NodeLeaseNamespace = "kube-node-lease"
+
 // AcquiredMsg is what client-go's leader election logs when it acquired a
 // lease, with the lease in the field "lock" (k8s.io/client-go/tools/
 // leaderelection); before structured logging it logged

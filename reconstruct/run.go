@@ -221,6 +221,17 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		})
 		return out, err
 	}
+	en.NodeLeases = func(node string, afterNS, atNS int64) ([]cpid.Evidence, error) {
+		var out []cpid.Evidence
+		err := st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: afterNS, AtNS: atNS, UpToID: lastEvent,
+			LeaseNamespace: NodeLeaseNamespace, Leases: []string{node}, UpToLogID: lastLog}, func(ev cpid.Evidence) error {
+			if ev.Kind == "lease" {
+				out = append(out, ev)
+			}
+			return nil
+		})
+		return out, err
+	}
 	en.Throttles = func(afterNS, atNS int64) ([]cpid.Evidence, error) {
 		var out []cpid.Evidence
 		err := st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: afterNS, AtNS: atNS, Throttles: true, ThrottleMsg: ThrottleMsg,
