@@ -223,11 +223,11 @@ type Engine struct {
 	// the first write of each start of a process that continued
 	// interrupted work (the root of its controller-start change), and
 	// epoch the start the write being processed opens.
-	Evidence    Evidence
-	Throttles   Throttles // client-side throttling from the controllers' logs
+	Evidence  Evidence
+	Throttles Throttles // client-side throttling from the controllers' logs
 	// NodeLeases reads the writes of a Node's Lease in NodeLeaseNamespace
 	// (its heartbeats) after afterNS and at most atNS; nil reads none.
-	NodeLeases func(node string, afterNS, atNS int64) ([]cpid.Evidence, error)
+	NodeLeases  func(node string, afterNS, atNS int64) ([]cpid.Evidence, error)
 	thr         throttleCache
 	evidenceErr error
 	evCache     map[string]*evCache
