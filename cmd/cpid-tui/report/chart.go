@@ -44,8 +44,9 @@ type Chart struct {
 	Layout
 	H     int
 	Label string // what the chart shows, for screen readers
-	// PlotX0 and PlotX1 bound the time axis.
+	// PlotX0 and PlotX1 bound the time axis, FromNS and ToNS its times.
 	PlotX0, PlotX1 int
+	FromNS, ToNS   int64
 	// LanesEnd is where the lanes end; GridTop and TickY place the time
 	// axis above them.
 	LanesEnd, GridTop, TickY int
@@ -84,6 +85,7 @@ type Bar struct {
 	W         float64 // X2 - X1
 	Critical  bool
 	Title     string
+	EventID   int64 // the write that waited, of a hop
 }
 
 // Link joins a critical-path write to the write it caused, across lanes.
@@ -123,7 +125,10 @@ func (r *Report) Chart(l Layout) Chart {
 		c.PlotX0 = l.LabelW + 14
 	}
 	c.LanesEnd = axisH + l.LaneH*len(r.Lanes)
-	lo, span := r.OriginNS, float64(r.EndNS-r.OriginNS)
+	// The axis starts at the earliest cause a write waited for, so that
+	// every wait is drawn; its labels count from the change's start.
+	lo, span := r.ChartNS, float64(r.EndNS-r.ChartNS)
+	c.FromNS, c.ToNS = r.ChartNS, r.EndNS
 	x := func(ns int64) float64 {
 		f := float64(ns-lo) / span
 		return round1(float64(c.PlotX0) + min(max(f, 0), 1)*float64(c.PlotX1-c.PlotX0))
@@ -146,15 +151,17 @@ func (r *Report) Chart(l Layout) Chart {
 		}
 		c.Lanes = append(c.Lanes, ln)
 	}
-	ts := ticks(r.EndNS-r.OriginNS, l.MaxTicks)
-	step := int64(1)
-	if len(ts) > 1 {
-		step = ts[1]
-	}
-	for _, t := range ts {
-		tk := Tick{X: x(lo + t), Label: "+" + tickLabel(t, step), Anchor: "middle"}
+	ts, step := axisTicks(r.ChartNS-r.OriginNS, r.EndNS-r.OriginNS, l.MaxTicks)
+	for i, t := range ts {
+		tk := Tick{X: x(r.OriginNS + t), Label: "+" + tickLabel(t, step), Anchor: "middle"}
 		switch {
-		case t == 0:
+		case t < 0:
+			tk.Label = "−" + tickLabel(-t, step)
+		case t == 0 && i > 0:
+			tk.Label = "0 start"
+		}
+		switch {
+		case i == 0 && tk.X < float64(c.PlotX0+30):
 			tk.Anchor = "start"
 		case tk.X > float64(c.PlotX1-30):
 			tk.Anchor = "end"
@@ -177,7 +184,7 @@ func (r *Report) Chart(l Layout) Chart {
 			if w.CauseID == 0 || w.Critical != critical || w.HopNS <= 0 {
 				continue
 			}
-			c.Hops = append(c.Hops, Bar{X1: x(w.CauseNS), X2: x(w.NS), Y: mid(w.Lane), Critical: critical,
+			c.Hops = append(c.Hops, Bar{X1: x(w.CauseNS), X2: x(w.NS), Y: mid(w.Lane), Critical: critical, EventID: w.EventID,
 				Title: fmt.Sprintf("%s waited %s (%s) for %s", w.Writer, dur(w.HopNS), explain(w.Explain), w.Object)})
 		}
 	}
@@ -254,6 +261,28 @@ func ticks(span int64, n int) []int64 {
 		out = append(out, t)
 	}
 	return out
+}
+
+// axisTicks returns the offsets from the change's start of the ticks of
+// an axis from offset from (0 or less) to to: the ticks of ticks() over
+// the whole span, moved to multiples of their step from the start, and
+// that step.
+func axisTicks(from, to int64, n int) ([]int64, int64) {
+	ts := ticks(to-from, n)
+	step := int64(1)
+	if len(ts) > 1 {
+		step = ts[1]
+	}
+	if from == 0 {
+		return ts, step
+	}
+	var out []int64
+	for t := (from / step) * step; t <= to; t += step {
+		if t >= from {
+			out = append(out, t)
+		}
+	}
+	return out, step
 }
 
 // tickLabel formats offset t of an axis whose ticks are step apart, in

@@ -39,7 +39,7 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 	if a := r.agent(); a != "" {
 		by += " (" + md(a) + ")"
 	}
-	row("Started by", by)
+	row(r.StartedBy(), by)
 	row("Settled after", dur(c.SettledNS-c.StartedNS))
 	writes := strconv.Itoa(len(r.Writes))
 	if f := r.Failed(); f > 0 {
@@ -48,7 +48,11 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 	row("Writes", writes)
 	row("Objects", strconv.Itoa(c.Objects))
 	row("Writers", strconv.Itoa(len(r.Lanes)))
-	row("Critical path", fmt.Sprintf("%s, %s of waits", tui.Plural(len(r.Critical), "write"), dur(r.CriticalNS)))
+	waits := fmt.Sprintf("%s, %s of waits", tui.Plural(len(r.Critical), "write"), dur(r.CriticalNS))
+	if s := r.PathShort(); s != "" {
+		waits += ", " + s
+	}
+	row("Critical path", waits)
 	row("Slowest hop", dur(c.SlowestHopNS))
 	row("CPIDs", fmt.Sprintf("%d (%s)", len(r.Graph.Nodes), r.mergeText()))
 	p("\n")
@@ -69,7 +73,11 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 
 	p("## Timeline\n\n")
 	p("One lane per writer, time from the first request received (%s). Each write is a mark where it completed, "+
-		"after a bar from when its cause became visible (the hop); the critical path is drawn in red.\n\n", stamp(r.OriginNS))
+		"after a bar from when its cause became visible (the hop); the critical path is drawn in red.", stamp(r.OriginNS))
+	if s := r.ChartNote(); s != "" {
+		p(" %s", md(s))
+	}
+	p("\n\n")
 	if chart != "" {
 		p("![Timeline of the change: one lane per writer, the critical path in red](%s)\n\n", (&url.URL{Path: chart}).EscapedPath())
 	} else {
@@ -88,6 +96,9 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 		p("No waits on the critical path: the change is its first write.\n\n")
 	} else {
 		p("The waits on the critical path (%s in all), by why they waited and by who waited.\n\n", dur(r.CriticalNS))
+		if s := r.PathNote(); s != "" {
+			p("%s\n\n", md(s))
+		}
 		for _, part := range []struct {
 			head   string
 			shares []Share

@@ -38,18 +38,25 @@ const (
 type Report struct {
 	Change cpid.ChangeRow
 	// OriginNS is time zero of the report: the earliest request of the
-	// change received (the user's), as the TUI's timeline starts.
+	// change received (its first writer's: a user, a node controller...),
+	// as the TUI's timeline starts.
 	OriginNS int64
 	// EndNS is the last write's completion (or a span's end).
-	EndNS  int64
-	Writes []Write
+	EndNS int64
+	// ChartNS is where the chart's time axis starts: OriginNS, or the
+	// earliest cause a write waited for when it is earlier (a node's last
+	// heartbeat before the change), so that every wait is drawn.
+	ChartNS int64
+	Writes  []Write
 	// Lanes are the writers in order of their first write, then the
 	// services of controller spans that wrote nothing.
 	Lanes    []string
 	Spans    []cpid.ChangeSpan
 	Critical []Write // the critical path, in order
-	// CriticalNS adds up the hops of the critical path.
+	// CriticalNS adds up the hops of the critical path; Path says how
+	// they make the settled time.
 	CriticalNS       int64
+	Path             PathTime
 	ByReason         []Share
 	ByWriter         []Share
 	SLIs             []reconstruct.SLI
@@ -126,6 +133,7 @@ func Build(ctx context.Context, st cpid.ChangeReader, id string) (*Report, error
 	for _, ns := range byReason {
 		r.CriticalNS += ns
 	}
+	r.Path = r.pathTime()
 
 	pods, err := st.PodWrites(ctx, id)
 	if err != nil {
@@ -185,6 +193,12 @@ func (r *Report) writes(ts []cpid.TimelineEntry) {
 	}
 	if r.EndNS <= r.OriginNS {
 		r.EndNS = r.OriginNS + 1
+	}
+	r.ChartNS = r.OriginNS
+	for _, t := range ts {
+		if t.CauseID != 0 && t.HopNS > 0 {
+			r.ChartNS = min(r.ChartNS, t.CauseNS)
+		}
 	}
 	idx := map[int64]int{}
 	r.Writes = make([]Write, len(ts))
@@ -485,4 +499,123 @@ func withSub(verb, sub string) string {
 		return verb
 	}
 	return verb + "/" + strings.TrimPrefix(sub, "/")
+}
+
+// PathTime is how the critical path's waits make the change's settled
+// time (docs/CAUSALITY.md, "Time by reason", as cpid-tui diff adds them
+// up): settled = StartNS + (waits - BeforeNS) + OverlapNS.
+type PathTime struct {
+	// SettledNS is from the change's first request received to its last
+	// write.
+	SettledNS int64
+	// StartNS is from the first request received to the critical path's
+	// first write completing: no wait, the request in the apiserver.
+	StartNS int64
+	// BeforeNS is the wait of the path's first write on a cause outside
+	// the change, before the change started (a node's last heartbeat, a
+	// controller away), and BeforeWriter who waited.
+	BeforeNS     int64
+	BeforeWriter string
+	// OverlapNS, 0 or less, is where a write of the path was received
+	// before its cause completed: a hop runs from the earlier of the two,
+	// so consecutive hops count that time twice.
+	OverlapNS int64
+}
+
+// pathTime reconciles the critical path's waits with the settled time.
+func (r *Report) pathTime() PathTime {
+	p := PathTime{SettledNS: r.Change.SettledNS - r.Change.StartedNS}
+	if len(r.Critical) == 0 {
+		p.StartNS = p.SettledNS
+		return p
+	}
+	// The path from its last write back to its first: not in timeline
+	// order, where a write may complete before its cause.
+	var last *Write
+	for i := range r.Writes {
+		if w := &r.Writes[i]; w.Critical && !w.Attempt {
+			last = w
+		}
+	}
+	if last == nil {
+		p.StartNS = p.SettledNS
+		return p
+	}
+	first := last
+	var within int64     // hops from causes on the path
+	for range r.Writes { // a path has at most every write
+		if first.Cause == nil || !first.Cause.Critical {
+			break
+		}
+		within += first.HopNS
+		first = first.Cause
+	}
+	p.StartNS = first.NS - r.Change.StartedNS + (r.Change.SettledNS - last.NS)
+	p.OverlapNS = (last.NS - first.NS) - within
+	if first.CauseID != 0 {
+		p.BeforeNS, p.BeforeWriter = first.HopNS, first.Writer
+	}
+	return p
+}
+
+// PathNote says why the critical path's waits exceed the settled time,
+// "" when they do not (the time before the path's first write completed,
+// the first request in the apiserver, is the rest).
+func (r *Report) PathNote() string {
+	p := r.Path
+	if r.CriticalNS <= p.SettledNS || len(r.Critical) == 0 {
+		return ""
+	}
+	var parts []string
+	if p.BeforeNS > 0 {
+		parts = append(parts, fmt.Sprintf("%s of it is the wait of the path's first write (%s) on a cause before the change started", dur(p.BeforeNS), p.BeforeWriter))
+	}
+	if p.OverlapNS < 0 {
+		parts = append(parts, fmt.Sprintf("%s is counted twice, where a write was received before its cause had completed (its hop runs from when it was received, so hops overlap)", dur(-p.OverlapNS)))
+	}
+	if p.StartNS > 0 {
+		parts = append(parts, fmt.Sprintf("the %s from the change's first request to the path's first write completing is no wait", dur(p.StartNS)))
+	}
+	s := fmt.Sprintf("The waits on the critical path (%s) are more than the %s the change took to settle: ", dur(r.CriticalNS), dur(p.SettledNS)) +
+		strings.Join(parts, "; ") + fmt.Sprintf(". %s", dur(r.CriticalNS))
+	if p.BeforeNS > 0 {
+		s += " − " + dur(p.BeforeNS)
+	}
+	if p.OverlapNS < 0 {
+		s += " − " + dur(-p.OverlapNS)
+	}
+	return s + fmt.Sprintf(" + %s = %s.", dur(p.StartNS), dur(p.SettledNS))
+}
+
+// PathShort says in a few words why the critical path's waits are not the
+// settled time, "" when they are.
+func (r *Report) PathShort() string {
+	var parts []string
+	if r.Path.BeforeNS > 0 {
+		parts = append(parts, dur(r.Path.BeforeNS)+" before the change started")
+	}
+	if r.Path.OverlapNS < 0 && r.CriticalNS > r.Path.SettledNS {
+		parts = append(parts, "overlapping by "+dur(-r.Path.OverlapNS))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ChartNote says where the chart's axis starts when before the change: at
+// the earliest cause a write waited for.
+func (r *Report) ChartNote() string {
+	if r.ChartNS >= r.OriginNS {
+		return ""
+	}
+	return fmt.Sprintf("The axis starts %s before the change, at the earliest cause a write of it waited for (%s), so that every wait is drawn; 0 is the change's start.",
+		dur(r.OriginNS-r.ChartNS), stamp(r.ChartNS))
+}
+
+// StartedBy names who made the change's first write for its trigger: a
+// user starts a change; a node, a controller starting, a schedule or the
+// garbage collector is what started it, and the user only wrote first.
+func (r *Report) StartedBy() string {
+	if r.Change.Trigger == cpid.TriggerUser {
+		return "Started by"
+	}
+	return "First write by"
 }

@@ -145,3 +145,24 @@ func TestTicks(t *testing.T) {
 		})
 	}
 }
+
+// TestAxisTicks: an axis that starts before the change (at a cause it
+// waited for) has its ticks at multiples of the step from the change's
+// start, before it and after.
+func TestAxisTicks(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		from, to int64
+		want     []int64
+	}{
+		{"from the start", 0, 140_300_000, []int64{0, 20e6, 40e6, 60e6, 80e6, 100e6, 120e6, 140e6}},
+		{"a node's heartbeat 31s before", -31_016_995_000, 10_247_638_000, []int64{-30e9, -25e9, -20e9, -15e9, -10e9, -5e9, 0, 5e9, 10e9}},
+		{"a cause 3ms before: no tick before 0", -3_000_000, 17_000_000, []int64{0, 5e6, 10e6, 15e6}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, _ := axisTicks(c.from, c.to, 8); !slices.Equal(got, c.want) {
+				t.Errorf("axisTicks(%d, %d, 8) = %v, want %v", c.from, c.to, got, c.want)
+			}
+		})
+	}
+}
