@@ -429,3 +429,61 @@ func TestContractRunLock(t *testing.T) {
 		})
 	}
 }
+
+// TestContractObjectNames: both engines list the same resources and the
+// same objects by the start of their name, as completion asks for them.
+func TestContractObjectNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	es := openEngines(t, "")
+	var res [2][]any
+	for i, e := range es {
+		if _, err := (&ingest.Ingester{Sink: e.w}).Run(ctx, []string{filepath.Join("fixtures", "basic", "bundle")}); err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		if _, err := reconstruct.Run(ctx, e.d, reconstruct.Options{Family: ingest.Family}); err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		l := e.r.(cpid.ObjectLister)
+		rs, err := l.WrittenResources(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		res[i] = append(res[i], rs)
+		for _, q := range []cpid.ObjectNameQuery{
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"deployments"}, Group: "apps"}, AllNamespaces: true},
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"pods", "x"}, AnyGroup: true}, Prefix: "web-", Namespace: "default"},
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"pods"}}, Prefix: "web-", Namespace: "default", Limit: 2},
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"pods"}}, Prefix: "web-", Namespace: "nope"},
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"nodes"}}, AllNamespaces: true},
+		} {
+			ks, err := l.ObjectNames(ctx, q)
+			if err != nil {
+				t.Fatalf("%s: %+v: %v", e.name, q, err)
+			}
+			res[i] = append(res[i], ks)
+		}
+	}
+	if diff := cmp.Diff(res[0], res[1], cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("differs (-sqlite +postgres):\n%s", diff)
+	}
+	got := res[0]
+	if rs := got[0].([]string); !slices.Contains(rs, "deployments") || !slices.Contains(rs, "pods") || !slices.IsSorted(rs) {
+		t.Errorf("resources: %v", rs)
+	}
+	if ks := got[1].([]cpid.ObjectKey); len(ks) != 1 || ks[0] != (cpid.ObjectKey{Group: "apps", Resource: "deployments", Namespace: "default", Name: "web"}) {
+		t.Errorf("deployments: %v", ks)
+	}
+	if ks := got[2].([]cpid.ObjectKey); len(ks) < 3 || !slices.IsSortedFunc(ks, func(a, b cpid.ObjectKey) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Errorf("pods web-...: %v", ks)
+	}
+	if ks := got[3].([]cpid.ObjectKey); len(ks) != 2 {
+		t.Errorf("limit 2: %v", ks)
+	}
+	if ks := got[4].([]cpid.ObjectKey); len(ks) != 0 {
+		t.Errorf("namespace nope: %v", ks)
+	}
+	if ks := got[5].([]cpid.ObjectKey); len(ks) != 1 || ks[0].Name != "kwok-node-0" || ks[0].Namespace != "" {
+		t.Errorf("nodes: %v", ks)
+	}
+}

@@ -1,5 +1,7 @@
 package cpid
 
+import "context"
+
 // ResourceMatch names a resource as a person may type it, without the
 // API discovery kubectl has: any of a few candidate resource names (the
 // plural a built-in resource is known by, or the spellings an unknown one
@@ -22,6 +24,29 @@ type ObjectQuery struct {
 	// cluster-scoped ones) are found.
 	Namespace     string
 	AllNamespaces bool
+}
+
+// ObjectNameQuery selects the objects with writes whose name starts with
+// Prefix, to complete a reference (cpid-tui history deploy/w<TAB>).
+type ObjectNameQuery struct {
+	ResourceMatch
+	Prefix string
+	// Namespace and AllNamespaces are as in ObjectQuery.
+	Namespace     string
+	AllNamespaces bool
+	Limit         int
+}
+
+// ObjectLister lists what has writes, for completion; the engines
+// implement it. It is not part of ChangeReader, which other renderings
+// wrap, since only the command line completes.
+type ObjectLister interface {
+	// WrittenResources returns the resources with writes, in order.
+	WrittenResources(ctx context.Context) ([]string, error)
+	// ObjectNames returns the objects with writes that q selects (without
+	// their cluster), ordered by name, namespace, resource and group, at
+	// most q.Limit.
+	ObjectNames(ctx context.Context, q ObjectNameQuery) ([]ObjectKey, error)
 }
 
 // ObjectMatch is an object a reference found, with how many writes it has

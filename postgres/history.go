@@ -99,3 +99,46 @@ func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.
 	}
 	return out, more, nil
 }
+
+// WrittenResources returns the resources with writes in the view's
+// cluster (cpid.ObjectLister). It steps through the revisions' index one
+// resource at a time, so that it reads a few rows per resource, not every
+// revision.
+func (s *Store) WrittenResources(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `WITH RECURSIVE t(resource) AS (
+		  SELECT (SELECT resource FROM revisions WHERE ($1 = '' OR cluster = $1) ORDER BY resource LIMIT 1)
+		  UNION ALL
+		  SELECT (SELECT resource FROM revisions WHERE resource > t.resource AND ($1 = '' OR cluster = $1) ORDER BY resource LIMIT 1)
+		  FROM t WHERE t.resource IS NOT NULL)
+		SELECT resource FROM t WHERE resource IS NOT NULL ORDER BY resource COLLATE "C"`, s.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("resources with writes: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// ObjectNames returns the objects with writes whose name starts with
+// q.Prefix (cpid.ObjectLister).
+func (s *Store) ObjectNames(ctx context.Context, q cpid.ObjectNameQuery) ([]cpid.ObjectKey, error) {
+	if len(q.Resources) == 0 {
+		return nil, nil
+	}
+	var limit *int
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.api_group, r.resource, r.namespace, r.name FROM revisions r
+		WHERE r.resource = ANY($1) AND starts_with(r.name, $2) AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6)
+		  AND ($7 = '' OR r.cluster = $7)
+		GROUP BY r.api_group, r.resource, r.namespace, r.name
+		ORDER BY r.name COLLATE "C", r.namespace COLLATE "C", r.resource COLLATE "C", r.api_group COLLATE "C" LIMIT $8`,
+		q.Resources, q.Prefix, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster, limit)
+	if err != nil {
+		return nil, fmt.Errorf("objects named %s...: %w", q.Prefix, err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.ObjectKey, error) {
+		var k cpid.ObjectKey
+		err := row.Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name)
+		return k, err
+	})
+}

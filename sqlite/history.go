@@ -132,3 +132,59 @@ func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.
 	}
 	return out, more, nil
 }
+
+// WrittenResources returns the resources with writes in the view's
+// cluster (cpid.ObjectLister). It steps through the revisions' index one
+// resource at a time, so that it reads a few rows per resource, not every
+// revision.
+func (s *Store) WrittenResources(ctx context.Context) ([]string, error) {
+	out, err := column(ctx, s.r, `WITH RECURSIVE t(resource) AS (
+		  SELECT (SELECT resource FROM revisions WHERE (?1 = '' OR cluster = ?1) ORDER BY resource LIMIT 1)
+		  UNION ALL
+		  SELECT (SELECT resource FROM revisions WHERE resource > t.resource AND (?1 = '' OR cluster = ?1) ORDER BY resource LIMIT 1)
+		  FROM t WHERE t.resource IS NOT NULL)
+		SELECT resource FROM t WHERE resource IS NOT NULL`, s.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("resources with writes: %w", err)
+	}
+	return out, nil
+}
+
+// ObjectNames returns the objects with writes whose name starts with
+// q.Prefix (cpid.ObjectLister).
+func (s *Store) ObjectNames(ctx context.Context, q cpid.ObjectNameQuery) ([]cpid.ObjectKey, error) {
+	if len(q.Resources) == 0 {
+		return nil, nil
+	}
+	// A range, not LIKE: SQLite's LIKE ignores case and uses no index.
+	conds := []string{`r.resource IN (` + placeholders(len(q.Resources)) + `)`, `r.name >= ?`, `r.name < ? || char(1114111)`}
+	args := append(strArgs(q.Resources), q.Prefix, q.Prefix)
+	if !q.AnyGroup {
+		conds, args = append(conds, `r.api_group = ?`), append(args, q.Group)
+	}
+	if !q.AllNamespaces {
+		conds, args = append(conds, `r.namespace = ?`), append(args, q.Namespace)
+	}
+	if s.cluster != "" {
+		conds, args = append(conds, `r.cluster = ?`), append(args, s.cluster)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT r.api_group, r.resource, r.namespace, r.name FROM revisions r
+		WHERE `+strings.Join(conds, " AND ")+` ORDER BY r.name, r.namespace, r.resource, r.api_group LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("objects named %s...: %w", q.Prefix, err)
+	}
+	defer rows.Close()
+	var out []cpid.ObjectKey
+	for rows.Next() {
+		var k cpid.ObjectKey
+		if err := rows.Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}

@@ -403,10 +403,66 @@ func TestCompletion(t *testing.T) {
 	if got := complete("--db", db, "report", "--format", ""); !slices.Equal(got, []string{"html", "md"}) {
 		t.Errorf("report --format <TAB>: %v", got)
 	}
-	// No database: nothing, and none created.
+	// history: the types with writes, then the names of their objects.
+	if got := complete("--db", db, "history", ""); !slices.Contains(got, "deployments/") || !slices.Contains(got, "pods/") || slices.Contains(got, "web") {
+		t.Errorf("history <TAB>: %v, want TYPE/", got)
+	}
+	if got := complete("--db", db, "history", "dep"); !slices.Equal(got, []string{"deployments/"}) {
+		t.Errorf("history dep<TAB>: %v", got)
+	}
+	if got := complete("--db", db, "history", "rs"); !slices.Equal(got, []string{"rs/"}) {
+		t.Errorf("history rs<TAB>: %v", got)
+	}
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"history", "deploy/"}, []string{"deploy/web"}},
+		{[]string{"history", "Deployment/w"}, []string{"Deployment/web"}},
+		{[]string{"history", "-n", "default", "deployments.apps/"}, []string{"deployments.apps/web"}},
+		{[]string{"history", "-n", "nope", "deploy/"}, nil},
+		{[]string{"history", "deploy", ""}, []string{"web"}},
+		{[]string{"history", "deploy/web", ""}, nil},
+	} {
+		if got := complete(append([]string{"--db", db}, c.args...)...); !slices.Equal(got, c.want) {
+			t.Errorf("%v<TAB>: %v, want %v", c.args, got, c.want)
+		}
+	}
+	if got := complete("--db", db, "history", "pod/"); len(got) < 3 || !strings.HasPrefix(got[0], "pod/") {
+		t.Errorf("history pod/<TAB>: %v", got)
+	}
+	// The default database: $CPID_DB, else cpid.db.
+	t.Setenv("CPID_DB", db)
+	if got := complete("history", "deploy/"); !slices.Equal(got, []string{"deploy/web"}) {
+		t.Errorf("CPID_DB: history deploy/<TAB>: %v", got)
+	}
+	if got := complete("report", ""); len(got) != 5 {
+		t.Errorf("CPID_DB: report <TAB>: %v", got)
+	}
+	t.Setenv("CPID_DB", "")
+	t.Chdir(t.TempDir())
+	if got := complete("history", ""); len(got) != 0 {
+		t.Errorf("no cpid.db here: history <TAB>: %v", got)
+	}
+	// No database, or one behind a symbolic link: nothing printed but the
+	// directive (which the shell's script drops), and no database created.
 	none := filepath.Join(t.TempDir(), "none.db")
-	if got := complete("--db", none, "query", "timeline", ""); len(got) != 0 {
-		t.Errorf("no database: %v", got)
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(db, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--db", none, "query", "timeline", ""}, {"--db", none, "history", ""}, {"--db", none, "history", "deploy/"},
+		{"--db", none, "diff", ""}, {"--db", none, "export", ""}, {"--db", none, "report", ""}, {"--db", link, "history", "deploy/"}, {"--db", link, "query", "timeline", ""}} {
+		code, out, e := runCmd(t, nil, append([]string{"__complete"}, args...)...)
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, ":") {
+				got = append(got, l)
+			}
+		}
+		if code != 0 || (args[1] == none && len(got) != 0) {
+			t.Errorf("%v: exit %d, %q", args, code, got)
+		}
+		if rest := strings.TrimSpace(strings.TrimPrefix(e, "Completion ended with directive:")); strings.Contains(rest, "\n") || strings.Contains(e, "cpid-tui") {
+			t.Errorf("%v: printed on stderr: %q", args, e)
+		}
 	}
 	if _, err := os.Stat(none); !os.IsNotExist(err) {
 		t.Errorf("completion created the database")

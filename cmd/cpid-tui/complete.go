@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -17,20 +18,35 @@ func init() {
 }
 
 const completionHelp = `Prints the script that makes your shell complete cpid-tui's commands and
-flags, and from the database (--db, or $CPID_DB) the ids of changes
-(timeline, spans, related, diff, report, export, --change), the kinds and
-namespaces changes started on (--kind, -n), the clusters (--cluster).
-Ids are completed with what the change was, as the shell can show it.
+flags, and from the database (--db, or $CPID_DB, else cpid.db) the ids of
+changes (query timeline, spans, related, diff, report, export, --change),
+history's TYPE/NAME (the types with writes, then past the slash the names
+of their objects), the kinds and namespaces changes started on (--kind,
+-n), the clusters (--cluster). Ids are completed with what the change
+was, as the shell can show it. Without a database there is nothing to
+suggest, and nothing is printed.
+
+What each shell needs:
+  bash        the bash-completion package, version 2 (apt-get install
+              bash-completion; brew install bash-completion@2), loaded by
+              your ~/.bashrc: the script uses its _get_comp_words_by_ref,
+              and without it TAB says "_get_comp_words_by_ref: command not
+              found"
+  zsh         compinit run before the script is loaded (autoload -U
+              compinit; compinit in ~/.zshrc)
+  fish        nothing more (fish 3)
+  powershell  nothing more (Windows PowerShell 5 or PowerShell 7)
 
 As a kubectl plugin (kubectl-cpid on the PATH), kubectl completes
 'kubectl cpid ...' itself when an executable kubectl_complete-cpid is on
 the PATH too; make install puts one there.
 
 Examples:
-  source <(cpid-tui completion bash)                       # bash, this shell
+  source <(cpid-tui completion bash)                       # bash, this shell (with bash-completion loaded)
   cpid-tui completion bash > /etc/bash_completion.d/cpid-tui
   cpid-tui completion zsh > "${fpath[1]}/_cpid-tui"       # zsh (compinit)
-  cpid-tui completion fish > ~/.config/fish/completions/cpid-tui.fish`
+  cpid-tui completion fish > ~/.config/fish/completions/cpid-tui.fish
+  cpid-tui completion powershell | Out-String | Invoke-Expression`
 
 func setupCompletion(c *cobra.Command, e *env) runFunc {
 	noDesc := c.Flags().Bool("no-descriptions", false, "complete without the descriptions of the candidates")
@@ -93,7 +109,9 @@ func fromDatabase(e *env, f func(ctx context.Context, db *database, toComplete s
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		db, err := openStore(ctx, e.notices(), e.db, readOnly)
+		// Nothing on stderr: it would land in the middle of the line
+		// being typed.
+		db, err := openStore(ctx, io.Discard, e.db, readOnly)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -119,6 +137,86 @@ func completeChanges(e *env) completeFunc {
 		}
 		return out, nil
 	})
+}
+
+// completionObjects is how many objects completing a reference reads.
+const completionObjects = 200
+
+// completeRefs completes the TYPE/NAME of history from the objects with
+// writes: a type first (dep<TAB>: deployments/), then, past the slash,
+// the names of that type's objects in the namespace of ns() (every one
+// when ""); a TYPE given as its own argument is followed by a NAME alone.
+func completeRefs(e *env, ns func() string) completeFunc {
+	names := func(ctx context.Context, st store, typ, prefix string) ([]string, error) {
+		tr, err := cpid.ParseType(typ)
+		if err != nil {
+			return nil, err
+		}
+		q := cpid.ObjectNameQuery{ResourceMatch: tr.ResourceMatch, Prefix: prefix, Namespace: ns(), Limit: completionObjects}
+		q.AllNamespaces = q.Namespace == "" || tr.Scope == cpid.ScopeCluster
+		ks, err := st.ObjectNames(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		// One candidate a name, with the namespaces that hold it.
+		var out, where []string
+		for i, k := range ks {
+			if k.Namespace != "" && !slices.Contains(where, k.Namespace) {
+				where = append(where, k.Namespace)
+			}
+			if i+1 < len(ks) && ks[i+1].Name == k.Name {
+				continue
+			}
+			c := k.Name
+			if len(where) > 0 {
+				c += "\t" + strings.Join(where, ", ")
+			}
+			out, where = append(out, c), nil
+		}
+		return out, nil
+	}
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		var typ, prefix string
+		switch {
+		case len(args) == 0 && strings.Contains(toComplete, "/"):
+			typ, prefix, _ = strings.Cut(toComplete, "/")
+		case len(args) == 0:
+			// No space after TYPE/: the name follows.
+			out, dir := fromDatabase(e, func(ctx context.Context, db *database, toComplete string) ([]string, error) {
+				rs, err := db.view(e.cluster).WrittenResources(ctx)
+				if err != nil {
+					return nil, err
+				}
+				var out []string
+				for _, r := range rs {
+					if strings.HasPrefix(r, strings.ToLower(toComplete)) {
+						out = append(out, r+"/")
+					}
+				}
+				// A short name or a kind as typed (rs, Deployment) that
+				// names a resource with writes.
+				if tr, err := cpid.ParseType(toComplete); err == nil && len(out) == 0 &&
+					slices.ContainsFunc(tr.Resources, func(r string) bool { return slices.Contains(rs, r) }) {
+					out = append(out, toComplete+"/")
+				}
+				return out, nil
+			})(c, args, toComplete)
+			return out, dir | cobra.ShellCompDirectiveNoSpace
+		case len(args) == 1 && !strings.Contains(args[0], "/"):
+			typ, prefix = args[0], toComplete
+		default:
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		out, dir := fromDatabase(e, func(ctx context.Context, db *database, _ string) ([]string, error) {
+			return names(ctx, db.view(e.cluster), typ, prefix)
+		})(c, args, toComplete)
+		if len(args) == 0 {
+			for i := range out {
+				out[i] = typ + "/" + out[i]
+			}
+		}
+		return out, dir
+	}
 }
 
 // completeKinds completes the types changes started on, as --kind takes

@@ -21,6 +21,7 @@ type store interface {
 	cpid.RecordWriter
 	cpid.DerivedStore
 	cpid.ChangeReader
+	cpid.ObjectLister
 	cpid.SQLReader
 }
 

@@ -87,6 +87,7 @@ func setupHistory(c *cobra.Command, e *env) runFunc {
 	fs.IntVar(&o.limit, "limit", 200, "list the last this many writes (0: all)")
 	fs.BoolVar(&o.diff, "diff", false, "show what each write changed: a diff of its object against the one the write before stored")
 	o.filters.complete(c, e)
+	c.ValidArgsFunction = completeRefs(e, o.filters.ns)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) == 0 {
 			return usagef("give TYPE/NAME (deploy/web)")
