@@ -1,47 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/cpid-dev/cpid/postgres/pgtest"
 )
-
-// TestReadmeSQL runs every `cpid-tui sql` example of the README on the
-// database of its tour (the basic fixture, reconstructed): each runs and
-// returns rows. They read bodies, which the sqlite3 shell cannot decode.
-func TestReadmeSQL(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples := regexp.MustCompile(`(?s)bin/cpid-tui sql --db tour\.db "(.*?)"\n`).FindAllSubmatch(readme, -1)
-	if len(examples) < 2 {
-		t.Fatalf("%d sql examples in README.md", len(examples))
-	}
-	db := ingested(t, true)
-	bodies := false
-	for _, m := range examples {
-		q := strings.ReplaceAll(string(m[1]), `\$`, `$`) // the shell's unquoting
-		bodies = bodies || strings.Contains(q, "audit_bodies")
-		code, out, errOut := runCmd(t, nil, "sql", "--db", db, "--output", "json", q)
-		if code != 0 {
-			t.Errorf("README example fails: exit %d: %s\n%s", code, errOut, q)
-			continue
-		}
-		var rows []map[string]any
-		if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
-			t.Errorf("README example: %d rows (%v)\n%s\n%s", len(rows), err, q, out)
-		}
-	}
-	if !bodies {
-		t.Error("no README example reads bodies")
-	}
-}
 
 // TestSQLCommand: the output formats keep column order and types, a
 // statement that writes is refused with the database unchanged, and the
