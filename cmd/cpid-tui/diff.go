@@ -123,7 +123,11 @@ func compareChanges(ctx context.Context, st cpid.ChangeReader, id1, id2 string) 
 		}
 	}
 	r = reconstruct.Compare(cs[0], cs[1], ts[0], ts[1])
-	r.Summary = tui.CompareSummary(r)
+	n, err := cpid.IDLength(ctx, st, minIDLength, cs[0].ID, cs[1].ID)
+	if err != nil {
+		return r, err
+	}
+	r.Summary = tui.CompareSummaryN(r, n)
 	return r, nil
 }
 

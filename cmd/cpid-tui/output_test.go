@@ -311,6 +311,10 @@ func TestUniquePrefix(t *testing.T) {
 	if _, out, _ := runCmd(t, nil, "query", "related", x, "--db", db); !strings.Contains(out, "  "+x[:13]+"\n") {
 		t.Errorf("query related: want its CHANGES by their first 13 characters:\n%s", out)
 	}
+	// diff's summary names the two changes by the same prefix.
+	if code, out, e := runCmd(t, nil, "diff", x, twin, "--db", db); code != 0 || !strings.Contains(out, "\n"+twin[:13]+" took as long as "+x[:13]+" (") {
+		t.Errorf("diff: exit %d, want the twin named by its first 13 characters:\n%s%s", code, out, e)
+	}
 	// -o wide shows them whole.
 	if _, out, _ := runCmd(t, nil, "query", "changes", "--db", db, "-o", "wide"); !strings.Contains(out, twin) || !strings.Contains(out, x) {
 		t.Errorf("query changes -o wide: ids not whole:\n%s", out)

@@ -80,6 +80,10 @@ func (d *compareScreen) load() tea.Cmd {
 // say it alike.
 func CompareSummary(r reconstruct.Comparison) string { return compareSummary(r, minIDLength) }
 
+// CompareSummaryN is CompareSummary with the ids cut to n characters (the
+// shortest prefix unique in the database, cpid.IDLength).
+func CompareSummaryN(r reconstruct.Comparison, n int) string { return compareSummary(r, max(n, minIDLength)) }
+
 // compareSummary is CompareSummary with ids of n characters.
 func compareSummary(r reconstruct.Comparison, n int) string {
 	a, b := shortN(r.A.ID, n), shortN(r.B.ID, n)
