@@ -82,7 +82,9 @@ func CompareSummary(r reconstruct.Comparison) string { return compareSummary(r, 
 
 // CompareSummaryN is CompareSummary with the ids cut to n characters (the
 // shortest prefix unique in the database, cpid.IDLength).
-func CompareSummaryN(r reconstruct.Comparison, n int) string { return compareSummary(r, max(n, minIDLength)) }
+func CompareSummaryN(r reconstruct.Comparison, n int) string {
+	return compareSummary(r, max(n, minIDLength))
+}
 
 // compareSummary is CompareSummary with ids of n characters.
 func compareSummary(r reconstruct.Comparison, n int) string {
