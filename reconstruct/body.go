@@ -118,6 +118,9 @@ func (r *reader) body(out *body, ms []jsonscan.Member) {
 				case is(k, "affinity"):
 					v := m.Val()
 					out.Spec.Affinity = append(json.RawMessage(nil), r.b[v.S:v.E]...)
+				case is(k, "tolerations"):
+					v := m.Val()
+					out.Spec.Tolerations = append(json.RawMessage(nil), r.b[v.S:v.E]...)
 				}
 			}
 		case is(k, "status"):

@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"crypto/sha1"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -64,6 +65,9 @@ type Object struct {
 	// deleted: the latest successful write was a delete, by deletedBy.
 	deleted   bool
 	deletedBy string
+	// tolerations are a Pod's spec.tolerations as its latest write with a
+	// body sent them (tolerationFor).
+	tolerations json.RawMessage
 	// agent is a Node's latest status write by its node agent (a kubelet,
 	// KWOK): its last heartbeat the audit log shows.
 	agent *Ref

@@ -173,6 +173,9 @@ type body struct {
 		// required node affinity on metadata.name, and the scheduler binds
 		// it there.
 		Affinity json.RawMessage `json:"affinity"`
+		// Tolerations are kept as they came, for how long a Pod stays on
+		// a Node that went NotReady or unreachable (tolerationFor).
+		Tolerations json.RawMessage `json:"tolerations"`
 	} `json:"spec"`
 	// Pods and Nodes
 	Status struct {
@@ -276,6 +279,9 @@ func readBody(o *Object, e *Event) {
 		} else if n := pinnedNode(b); n != "" {
 			o.NodeName = n
 		}
+		if len(b.Spec.Tolerations) > 0 {
+			o.tolerations = b.Spec.Tolerations
+		}
 		for _, c := range b.Status.Conditions {
 			switch {
 			case c.Type != "PodScheduled":
@@ -341,6 +347,34 @@ func pinnedNode(b *body) string {
 		}
 	}
 	return ""
+}
+
+// tolerationFor says how long a Pod tolerates the NoExecute taints the node
+// lifecycle controller puts on a Node that is not ready or unreachable, as
+// its spec says: "node.kubernetes.io/unreachable:NoExecute for 10s";
+// "" when the spec is not known.
+func tolerationFor(tolerations json.RawMessage) string {
+	var ts []struct {
+		Key               string `json:"key"`
+		Operator          string `json:"operator"`
+		Effect            string `json:"effect"`
+		TolerationSeconds *int64 `json:"tolerationSeconds"`
+	}
+	if len(tolerations) == 0 || json.Unmarshal(tolerations, &ts) != nil {
+		return ""
+	}
+	var out []string
+	for _, t := range ts {
+		if t.Effect != "NoExecute" || t.Key != "node.kubernetes.io/unreachable" && t.Key != "node.kubernetes.io/not-ready" {
+			continue
+		}
+		d := "forever"
+		if t.TolerationSeconds != nil {
+			d = "for " + (time.Duration(*t.TolerationSeconds) * time.Second).String()
+		}
+		out = append(out, t.Key+":NoExecute "+d)
+	}
+	return strings.Join(out, ", ")
 }
 
 func appendTarget(ks []cpid.ObjectKey, t *targetRef, ns string) []cpid.ObjectKey {

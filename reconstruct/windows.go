@@ -229,7 +229,11 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 		}
 	}
 	if win, ok := within(bs, d); ok {
-		return explanation{explain: win.Explain, detail: bandDetail(win, d)}
+		x := explanation{explain: win.Explain, detail: bandDetail(win, d)}
+		if t := tolerationFor(o.tolerations); win.Explain == cpid.ExplainToleration && t != "" {
+			x.detail = fmt.Sprintf("evicted %s after its Node's change: the Pod tolerates %s (its spec)", d.Round(time.Millisecond), t)
+		}
+		return x
 	}
 	if o.Key.Resource == "pods" && o.Key.Group == "" && o.unschedNS != 0 && o.unschedNS <= e.ReceivedNS {
 		msg := o.unsched

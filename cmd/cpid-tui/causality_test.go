@@ -577,3 +577,59 @@ func TestCausesBeforeEffects(t *testing.T) {
 		})
 	}
 }
+
+// TestSLINamesTrigger: query sli's rows of one change say what started it
+// (the node-loss fixture's node changes created the replacement Pods),
+// and its phases do not call every change a user's.
+func TestSLINamesTrigger(t *testing.T) {
+	t.Parallel()
+	db := reconstructedFixture(t, "../../fixtures/node-loss/bundle")
+	code, out, e := runCmd(t, nil, "query", "sli", "--db", db, "-o", "json")
+	if code != 0 {
+		t.Fatalf("query sli: %d %s", code, e)
+	}
+	var rows []struct{ Scope, Name, Doc string }
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	byTrigger := map[string]int{}
+	for _, r := range rows {
+		if strings.Contains(strings.ToLower(r.Doc), "user change") {
+			t.Errorf("%s %s: %q calls the change a user's", r.Scope, r.Name, r.Doc)
+		}
+		if r.Scope != "change" {
+			continue
+		}
+		for _, tr := range []string{"user", "node"} {
+			if strings.Contains(r.Doc, "started by "+tr+":") {
+				byTrigger[tr]++
+			}
+		}
+	}
+	if byTrigger["node"] == 0 || byTrigger["user"] == 0 {
+		t.Errorf("change rows by trigger %v, want the user's and the node's:\n%s", byTrigger, out)
+	}
+}
+
+// TestNodeStoryDetails: on node-loss, the node's loss names the Lease's last
+// renewal and the agent's last status write, and an eviction names the
+// tolerationSeconds the Pod's spec gives (10 s in this fixture, not the
+// 300 s default).
+func TestNodeStoryDetails(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, reconstructedFixture(t, "../../fixtures/node-loss/bundle"))
+	var grace, toleration string
+	if err := db.QueryRow(`SELECT r.explain_detail FROM changes c JOIN revisions r ON r.event_id = c.event_id
+		WHERE c.trigger = 'node' AND r.explain = 'node-grace'`).Scan(&grace); err != nil {
+		t.Fatalf("no node change opened by a node-grace write: %v", err)
+	}
+	if !strings.Contains(grace, "its Lease kube-node-lease/kwok-node-1 was last renewed") || !strings.Contains(grace, "last wrote the Node's status") {
+		t.Errorf("the node's loss: %q", grace)
+	}
+	if err := db.QueryRow(`SELECT explain_detail FROM revisions WHERE explain = 'toleration' LIMIT 1`).Scan(&toleration); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(toleration, "node.kubernetes.io/unreachable:NoExecute for 10s (its spec)") {
+		t.Errorf("an eviction: %q", toleration)
+	}
+}

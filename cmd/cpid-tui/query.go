@@ -399,6 +399,29 @@ func querySLI(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReade
 	if out == nil {
 		out = []reconstruct.SLI{}
 	}
+	// A change's row says what started it: a node's loss, a controller
+	// that started again, a schedule are changes as much as a user's.
+	var ids []string
+	for _, r := range out {
+		if r.Scope == "change" {
+			ids = append(ids, r.Name)
+		}
+	}
+	if len(ids) > 0 {
+		rows, err := st.ChangesByID(ctx, ids)
+		if err != nil {
+			return err
+		}
+		trigger := map[string]cpid.Trigger{}
+		for _, r := range rows {
+			trigger[r.ID] = r.Trigger
+		}
+		for i := range out {
+			if t := trigger[out[i].Name]; out[i].Scope == "change" && t != "" {
+				out[i].Doc = fmt.Sprintf("a change started by %s: its start to Pod Ready, over its Pods", t)
+			}
+		}
+	}
 	l := listing{head: []string{"SCOPE", "NAME", "N", "P50", "P90", "P99", "MAX"}, data: out}
 	for _, r := range out {
 		l.rows = append(l.rows, []string{r.Scope, r.Name, strconv.Itoa(r.N), durOr(r.N, r.P50NS), durOr(r.N, r.P90NS), durOr(r.N, r.P99NS), durOr(r.N, r.MaxNS)})
