@@ -340,17 +340,7 @@ func TestQueryChangesFilters(t *testing.T) {
 	db := openDB(t, dbPath)
 	ids := func(q string, args ...any) []string {
 		t.Helper()
-		rows, err := db.Query(q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var id string
-			rows.Scan(&id)
-			out = append(out, id)
-		}
+		out := queryStrings(t, db, q, args...)
 		sort.Strings(out)
 		return out
 	}
