@@ -354,21 +354,24 @@ func (en *Engine) evidenceOf(program string, afterNS, atNS int64) *evidence {
 	// window only moves forward as writes come (a cause hours old would
 	// make every read start again from it).
 	lo := max(afterNS, atNS-int64(EvidenceLookback)) - int64(EvidenceLookback)
-	c := en.evCache[program]
+	// One read serves every program: the evidence keeps each program's
+	// starts, and leases by name (a read per program scanned the same
+	// lists once for each).
+	c := en.evCache[""]
 	if c == nil || lo < c.lo || en.Evidence == nil {
 		x := newEvidence()
 		c = &evCache{lo: lo, hi: lo, x: &x}
 		if en.evCache == nil {
 			en.evCache = map[string]*evCache{}
 		}
-		en.evCache[program] = c
+		en.evCache[""] = c
 	}
 	if en.Evidence != nil && atNS > c.hi {
 		// Read ahead: late writes come by the thousand in a busy bundle,
 		// and a query each cost more than the engine's work. Lookups
 		// filter by time, so evidence read early changes nothing.
 		to := atNS + int64(evidenceReadAhead)
-		evs, err := en.Evidence(program, c.hi, to)
+		evs, err := en.Evidence("", c.hi, to)
 		if err != nil {
 			en.evidenceErr = err
 			return c.x
@@ -488,6 +491,29 @@ func (en *Engine) lastBefore(program string, start int64) int64 {
 		}
 	}
 	return 0
+}
+
+// silentBetween reports whether program had a silence (no write for
+// silenceMin or more) that ended after fromNS and began before toNS: a
+// process that started again was silent meanwhile, so a program that kept
+// writing needs no evidence read.
+func (en *Engine) silentBetween(program string, fromNS, toNS int64) bool {
+	a := en.programs[program]
+	if a == nil {
+		return true // nothing known of it: look
+	}
+	for i := len(a.Silences) - 1; i >= 0; i-- {
+		s := a.Silences[i]
+		if s[1] <= fromNS {
+			return false
+		}
+		if s[0] < toNS {
+			return true
+		}
+	}
+	// The silences kept do not reach back to fromNS: an older one may
+	// hold the start.
+	return len(a.Silences) == keepSilences
 }
 
 // pending reports whether the change of cause r was still going when the

@@ -213,7 +213,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		err := st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: afterNS, AtNS: atNS, UpToID: lastEvent, Program: program,
 			StartMarkers: StartMarkers, LeaseNamespace: LeaseNamespace, Leases: LeaderLeases,
 			AcquiredMsgs: acquiredMsgs(), UpToLogID: lastLog}, func(ev cpid.Evidence) error {
-			if ev.Kind == "start" && agentName(ev.UserAgent) != program {
+			if program != "" && ev.Kind == "start" && agentName(ev.UserAgent) != program {
 				return nil // another program whose name begins the same
 			}
 			out = append(out, ev)

@@ -212,7 +212,9 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	// Evidence before bands: a process that started again (or a new
 	// leader) between the cause and the write is why it waited, even when
 	// an ordinary reaction's band would hold the hop.
-	if d >= silenceMin {
+	if d >= silenceMin && !nodeAgent(writer) && en.silentBetween(agentName(e.UserAgent), causeNS, e.ReceivedNS) {
+		// (A node agent's hops of seconds are its containers starting:
+		// its restarts are looked for past its band only.)
 		if start, x, ok := en.restarted(e, causeNS); ok {
 			x.start = start
 			return x
@@ -230,8 +232,10 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	}
 	if win, ok := within(bs, d); ok {
 		x := explanation{explain: win.Explain, detail: bandDetail(win, d)}
-		if t := tolerationFor(o.tolerations); win.Explain == cpid.ExplainToleration && t != "" {
-			x.detail = fmt.Sprintf("evicted %s after its Node's change: the Pod tolerates %s (its spec)", d.Round(time.Millisecond), t)
+		if win.Explain == cpid.ExplainToleration {
+			if t := tolerationFor(o.tolerations); t != "" {
+				x.detail = fmt.Sprintf("evicted %s after its Node's change: the Pod tolerates %s (its spec)", d.Round(time.Millisecond), t)
+			}
 		}
 		return x
 	}
