@@ -66,8 +66,11 @@ type Object struct {
 	deleted   bool
 	deletedBy string
 	// tolerations are a Pod's spec.tolerations as its latest write with a
-	// body sent them (tolerationFor).
+	// body sent them; tolSummary what tolerationFor makes of them, once
+	// tolDone (the saved state keeps only the summary).
 	tolerations json.RawMessage
+	tolSummary  string
+	tolDone     bool
 	// agent is a Node's latest status write by its node agent (a kubelet,
 	// KWOK): its last heartbeat the audit log shows.
 	agent *Ref
@@ -102,6 +105,14 @@ type Ref struct {
 	CPID        string
 	Change      string
 	ChangeStart int64
+}
+
+// tolerated is tolerationFor of the Pod's tolerations, decoded once.
+func (o *Object) tolerated() string {
+	if !o.tolDone {
+		o.tolSummary, o.tolDone = tolerationFor(o.tolerations), true
+	}
+	return o.tolSummary
 }
 
 // observed returns the latest write of o that a write received at t could

@@ -279,8 +279,8 @@ func readBody(o *Object, e *Event) {
 		} else if n := pinnedNode(b); n != "" {
 			o.NodeName = n
 		}
-		if len(b.Spec.Tolerations) > 0 {
-			o.tolerations = b.Spec.Tolerations
+		if len(b.Spec.Tolerations) > 0 && !bytes.Equal(b.Spec.Tolerations, o.tolerations) {
+			o.tolerations, o.tolDone = b.Spec.Tolerations, false
 		}
 		for _, c := range b.Status.Conditions {
 			switch {

@@ -44,7 +44,7 @@ type savedObject struct {
 	DeletedBy   string             `json:",omitempty"`
 	Marked      bool               `json:",omitempty"`
 	Agent       *Ref               `json:",omitempty"`
-	Tolerations json.RawMessage    `json:",omitempty"`
+	Tolerations string             `json:",omitempty"` // Object.tolerated
 	Trace       string             `json:",omitempty"`
 	AnnCPID     string             `json:",omitempty"`
 }
@@ -91,7 +91,7 @@ func (en *Engine) MarshalState() ([]byte, error) {
 			MinReady: o.minReady, Deadline: o.deadline, UnschedNS: o.unschedNS, Unsched: o.unsched,
 			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
 			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
-			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, DeletedBy: o.deletedBy, Marked: o.marked, Agent: o.agent, Tolerations: o.tolerations, Trace: o.trace, AnnCPID: o.annCPID})
+			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, DeletedBy: o.deletedBy, Marked: o.marked, Agent: o.agent, Tolerations: o.tolerated(), Trace: o.trace, AnnCPID: o.annCPID})
 	}
 	// Sorted, so that the same state always saves to the same bytes.
 	keys := make([]string, len(s.Objects))
@@ -132,7 +132,7 @@ func (en *Engine) RestoreState(b []byte) error {
 			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, specLast: so.SpecLast, specPrev: so.SpecPrev,
 			lastRV: so.LastRV, lastSource: so.LastSource,
 			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
-			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, deletedBy: so.DeletedBy, marked: so.Marked, agent: so.Agent, tolerations: so.Tolerations, trace: so.Trace, annCPID: so.AnnCPID}
+			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, deletedBy: so.DeletedBy, marked: so.Marked, agent: so.Agent, tolSummary: so.Tolerations, tolDone: true, trace: so.Trace, annCPID: so.AnnCPID}
 		o.minReady, o.deadline, o.unschedNS, o.unsched = so.MinReady, so.Deadline, so.UnschedNS, so.Unsched
 		if so.SpecHash != nil {
 			o.specHash, o.hasSpec = *so.SpecHash, true

@@ -233,7 +233,7 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 	if win, ok := within(bs, d); ok {
 		x := explanation{explain: win.Explain, detail: bandDetail(win, d)}
 		if win.Explain == cpid.ExplainToleration {
-			if t := tolerationFor(o.tolerations); t != "" {
+			if t := o.tolerated(); t != "" {
 				x.detail = fmt.Sprintf("evicted %s after its Node's change: the Pod tolerates %s (its spec)", d.Round(time.Millisecond), t)
 			}
 		}
