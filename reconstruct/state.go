@@ -11,7 +11,7 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
-const stateVersion = 10
+const stateVersion = 11
 
 type savedObject struct {
 	Key         cpid.ObjectKey
