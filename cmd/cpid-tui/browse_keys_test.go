@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // TestBrowseTmuxCommands runs the real binary in tmux on the real fixture
@@ -106,7 +106,7 @@ func TestBrowseTmuxCommands(t *testing.T) {
 		s.keys("j")
 	}
 	s.keys("S")
-	sc = s.waitText("[2 Timeline]", "hop +"+tui.Duration(slowest))
+	sc = s.waitText("[2 Timeline]", "hop +"+present.Duration(slowest))
 	lines := strings.Split(sc, "\n")
 	cursor := ""
 	for _, l := range lines {
@@ -114,8 +114,8 @@ func TestBrowseTmuxCommands(t *testing.T) {
 			cursor = l
 		}
 	}
-	if !strings.Contains(cursor, "hop +"+tui.Duration(slowest)) {
-		t.Errorf("the cursor is not on the slowest hop (%s): %q\n%s", tui.Duration(slowest), cursor, sc)
+	if !strings.Contains(cursor, "hop +"+present.Duration(slowest)) {
+		t.Errorf("the cursor is not on the slowest hop (%s): %q\n%s", present.Duration(slowest), cursor, sc)
 	}
 	// At 80x24 it stays there, the names elided in their middle.
 	s.run("resize-window", "-x", "80", "-y", "24")

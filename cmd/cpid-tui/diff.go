@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -78,7 +79,7 @@ func setupDiff(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		if k1, k2 := changeKind(r.A), changeKind(r.B); k1 != k2 {
-			fmt.Fprintln(e.stderr, tui.Printable(fmt.Sprintf("cpid-tui diff: the changes are not of the same kind (%s, %s): steps match where they can", k1, k2)))
+			fmt.Fprintln(e.stderr, present.Printable(fmt.Sprintf("cpid-tui diff: the changes are not of the same kind (%s, %s): steps match where they can", k1, k2)))
 		}
 		return printDiff(e.stdout, e.format(c), e.layout(), r)
 	}
@@ -152,8 +153,8 @@ func printDiff(w io.Writer, format string, lay layout, r diffReport) error {
 		return steps.write(w, format, lay)
 	}
 	for i, c := range []cpid.ChangeRow{r.A, r.B} {
-		fmt.Fprintln(w, tui.Printable(fmt.Sprintf("(%d) %s  %s %s  %s  %s, settled after %s", i+1, c.ID, c.Verb,
-			object(c.Kind, c.Namespace, c.Name)+sub(c.Subresource), clock(c.StartedNS), tui.Plural(c.Writes, "write"), dur(c.SettledNS-c.StartedNS))))
+		fmt.Fprintln(w, present.Printable(fmt.Sprintf("(%d) %s  %s %s  %s  %s, settled after %s", i+1, c.ID, c.Verb,
+			object(c.Kind, c.Namespace, c.Name)+sub(c.Subresource), clock(c.StartedNS), present.Plural(c.Writes, "write"), dur(c.SettledNS-c.StartedNS))))
 	}
 	fmt.Fprintln(w)
 	if err := steps.write(w, format, lay); err != nil {
@@ -171,11 +172,11 @@ func printDiff(w io.Writer, format string, lay layout, r diffReport) error {
 	}
 	for i, b := range []*outsideWait{r.BeforeA, r.BeforeB} {
 		if b != nil {
-			fmt.Fprintln(w, tui.Printable(fmt.Sprintf("(%d): its critical path's first write (%s) waited %s on a cause before the change, not counted above",
+			fmt.Fprintln(w, present.Printable(fmt.Sprintf("(%d): its critical path's first write (%s) waited %s on a cause before the change, not counted above",
 				i+1, b.Writer, dur(b.HopNS))))
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, tui.Printable(r.Summary))
+	fmt.Fprintln(w, present.Printable(r.Summary))
 	return nil
 }

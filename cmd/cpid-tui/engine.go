@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/postgres"
 	"github.com/cpid-dev/cpid/sqlite"
 )
@@ -122,7 +122,7 @@ func (e *env) openReader(ctx context.Context) (*database, error) {
 		if len(cs) > 0 {
 			held = strings.Join(cs, ", ")
 		}
-		err = fmt.Errorf("cluster %q does not exist: the database holds %s", e.cluster, tui.Printable(held))
+		err = fmt.Errorf("cluster %q does not exist: the database holds %s", e.cluster, present.Printable(held))
 	}
 	if err != nil {
 		d.close()

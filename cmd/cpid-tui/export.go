@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"math"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/export"
 )
 
@@ -170,7 +170,7 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 			}
 			fmt.Fprintf(e.notices(), "export: pushed %d traces, %d spans in %d requests to %s\n", n.Traces, n.Spans, n.Requests, pusher.Endpoint)
 			if n.Rejected > 0 || n.Message != "" {
-				return fmt.Errorf("the receiver rejected %d spans: %s", n.Rejected, tui.Printable(n.Message))
+				return fmt.Errorf("the receiver rejected %d spans: %s", n.Rejected, present.Printable(n.Message))
 			}
 		}
 		return nil
@@ -211,7 +211,7 @@ func otlpFlags(fs *pflag.FlagSet) func(say func(format string, a ...any)) (*expo
 		}
 		return &export.Pusher{Endpoint: u, Header: h, Attempts: *attempts, Timeout: *timeout,
 			Retried: func(attempt int, wait time.Duration, err error) {
-				say("otlp: attempt %d failed (%s); again in %s", attempt, tui.Printable(err.Error()), wait)
+				say("otlp: attempt %d failed (%s); again in %s", attempt, present.Printable(err.Error()), wait)
 			}}, nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"sort"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 func init() {
@@ -202,7 +202,7 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 		}
 	}
 	l.rows = rows
-	title := fmt.Sprintf("%s: %s", describeMatch(m, false), tui.Plural(len(out), "write"))
+	title := fmt.Sprintf("%s: %s", describeMatch(m, false), present.Plural(len(out), "write"))
 	if more {
 		title += fmt.Sprintf(" (the last %d; --limit 0 lists them all)", len(out))
 	}
@@ -210,7 +210,7 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 		title += fmt.Sprintf(" in the order they completed, from %s UTC", clock(ws[0].NS))
 	}
 	if !o.layout.noHeaders {
-		fmt.Fprintln(e.stdout, tui.Printable(title))
+		fmt.Fprintln(e.stdout, present.Printable(title))
 	}
 	if !o.diff {
 		return l.write(e.stdout, o.format, o.layout)
@@ -226,7 +226,7 @@ func history(ctx context.Context, e *env, st cpid.ChangeReader, o historyOptions
 	return nil
 }
 
-// aligned lays rows out as the table format does (tui.Printable cells, two
+// aligned lays rows out as the table format does (present.Printable cells, two
 // spaces between columns) and returns them as lines, so that other lines
 // may come between them.
 func aligned(rows [][]string) []string {
@@ -236,14 +236,14 @@ func aligned(rows [][]string) []string {
 			if i >= len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], utf8.RuneCountInString(tui.Printable(c)))
+			widths[i] = max(widths[i], utf8.RuneCountInString(present.Printable(c)))
 		}
 	}
 	out := make([]string, len(rows))
 	for j, r := range rows {
 		var b strings.Builder
 		for i, c := range r {
-			c = tui.Printable(c)
+			c = present.Printable(c)
 			b.WriteString(c)
 			if i < len(r)-1 {
 				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
@@ -257,7 +257,7 @@ func aligned(rows [][]string) []string {
 // diffLines writes diff lines indented, each Printable.
 func diffLines(w io.Writer, lines []string) {
 	for _, l := range lines {
-		fmt.Fprintln(w, "    "+tui.Printable(l))
+		fmt.Fprintln(w, "    "+present.Printable(l))
 	}
 }
 
@@ -291,15 +291,15 @@ func addDiffs(ctx context.Context, st cpid.ChangeReader, k cpid.ObjectKey, ws []
 		case cur.Attempt:
 			ws[i].Diff = []string{fmt.Sprintf("(failed with %d: changed nothing)", cur.Code)}
 		case cur.Object == "" && cur.Request != "":
-			ws[i].Diff = append([]string{"(no object stored in the audit log; the request body:)"}, indent(tui.JSONLines(cur.Request))...)
+			ws[i].Diff = append([]string{"(no object stored in the audit log; the request body:)"}, indent(present.JSONLines(cur.Request))...)
 		case cur.Object == "" && cur.Verb == "delete":
 			ws[i].Diff = []string{"(deleted)"}
 		case cur.Object == "":
 			ws[i].Diff = []string{"(no body in the audit log: Metadata level, or a binding, Scale or Status response)"}
 		case base == "":
-			ws[i].Diff = append([]string{"(the first object stored, whole)"}, tui.ObjectDiff("", cur.Object, 0)...)
+			ws[i].Diff = append([]string{"(the first object stored, whole)"}, present.ObjectDiff("", cur.Object, 0)...)
 		default:
-			ws[i].Diff = tui.ObjectDiff(base, cur.Object, 3)
+			ws[i].Diff = present.ObjectDiff(base, cur.Object, 3)
 			if len(ws[i].Diff) == 0 {
 				ws[i].Diff = []string{"(no change but metadata.resourceVersion and managedFields)"}
 			}

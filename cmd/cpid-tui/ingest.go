@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"maps"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -185,13 +185,13 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 		}
 		var errs []error
 		if len(sum.ReadErrors) > 0 {
-			errs = append(errs, fmt.Errorf("%s could not be read: %w", tui.Plural(len(sum.ReadErrors), "input"), errors.Join(sum.ReadErrors...)))
+			errs = append(errs, fmt.Errorf("%s could not be read: %w", present.Plural(len(sum.ReadErrors), "input"), errors.Join(sum.ReadErrors...)))
 		}
 		errs = append(errs, unreadInputs(sum)...)
 		if len(errs) == 0 && nothingRead(sum) {
 			var what []string
 			for _, em := range sum.Empty {
-				what = append(what, tui.Printable(em.Input)+" ("+emptyReason(em)+")")
+				what = append(what, present.Printable(em.Input)+" ("+emptyReason(em)+")")
 			}
 			err := fmt.Errorf("nothing was read: %s", strings.Join(what, ", "))
 			if out.notCreated {
@@ -203,7 +203,7 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 			return errors.Join(errs...)
 		}
 		if *strict && sum.Bad > 0 {
-			return fmt.Errorf("%w: %s skipped (--strict)", errBadLines, tui.Plural(sum.Bad, "bad line"))
+			return fmt.Errorf("%w: %s skipped (--strict)", errBadLines, present.Plural(sum.Bad, "bad line"))
 		}
 		return nil
 	}
@@ -261,14 +261,14 @@ func unreadInputs(s *ingest.Summary) []error {
 		}
 		var lines []string
 		for _, b := range in.first {
-			lines = append(lines, "  "+tui.Printable(b.Error()))
+			lines = append(lines, "  "+present.Printable(b.Error()))
 		}
 		bad := fmt.Sprintf("%d bad lines", in.bad)
 		if in.files > 1 {
 			bad += fmt.Sprintf(" in %d files", in.files)
 		}
 		errs = append(errs, fmt.Errorf("%s: no line could be decoded (%s, detected format: %s); first bad lines:\n%s",
-			tui.Printable(name), bad, in.format, strings.Join(lines, "\n")))
+			present.Printable(name), bad, in.format, strings.Join(lines, "\n")))
 	}
 	return errs
 }
@@ -283,7 +283,7 @@ func printProgress(w io.Writer, p ingest.Progress) {
 		of = fmt.Sprintf(" of %s (%.0f%%)", bytesize(p.TotalDisk), 100*float64(p.DiskBytes)/float64(p.TotalDisk))
 	}
 	fmt.Fprintf(w, "ingest: read %s%s, %s decoded, %.1f MB/s, %d records, %.0f records/s, %s\n",
-		bytesize(p.DiskBytes), of, bytesize(p.Bytes), float64(p.Bytes)/1e6/secs, p.Records, float64(p.Records)/secs, tui.Printable(p.File))
+		bytesize(p.DiskBytes), of, bytesize(p.Bytes), float64(p.Bytes)/1e6/secs, p.Records, float64(p.Records)/secs, present.Printable(p.File))
 }
 
 // bytesize formats a byte count for people, in the unit that shows it.
@@ -316,7 +316,7 @@ func printSummary(w io.Writer, out outcome, s *ingest.Summary) {
 	}
 	secs := s.Elapsed.Seconds()
 	fmt.Fprintf(w, "ingested %s, %s, %s (%s decoded) in %.2fs: %.0f records/s, %.1f MB/s\n",
-		tui.Plural(len(s.Files), "file"), tui.Plural(lines, "line"), bytesize(s.DiskBytes), bytesize(s.Bytes), secs, float64(audits+logs)/secs, float64(s.Bytes)/1e6/secs)
+		present.Plural(len(s.Files), "file"), present.Plural(lines, "line"), bytesize(s.DiskBytes), bytesize(s.Bytes), secs, float64(audits+logs)/secs, float64(s.Bytes)/1e6/secs)
 	n := s.Written
 	switch {
 	case out.notCreated:
@@ -360,11 +360,11 @@ func printSummary(w io.Writer, out outcome, s *ingest.Summary) {
 	}
 	printNotices(w, s.Notices)
 	for _, em := range s.Empty {
-		fmt.Fprintf(w, "warning: %s: nothing read (%s)\n", tui.Printable(em.Input), emptyReason(em))
+		fmt.Fprintf(w, "warning: %s: nothing read (%s)\n", present.Printable(em.Input), emptyReason(em))
 	}
 	printBadLines(w, s)
 	for _, err := range s.ReadErrors {
-		fmt.Fprintf(w, "unreadable: %s\n", tui.Printable(err.Error()))
+		fmt.Fprintf(w, "unreadable: %s\n", present.Printable(err.Error()))
 	}
 }
 
@@ -412,13 +412,13 @@ func printPrograms(w io.Writer, by map[ingest.Origin]int) {
 				parts = append(parts, fmt.Sprintf("%d more", len(comps)-detail))
 				break
 			}
-			parts = append(parts, fmt.Sprintf("%s %d", tui.Printable(c), p.comps[c]))
+			parts = append(parts, fmt.Sprintf("%s %d", present.Printable(c), p.comps[c]))
 		}
 		name := p.name
 		if name == "" {
 			name = "(program unknown)"
 		}
-		fmt.Fprintf(w, "  %-28s %7d  %s\n", tui.Printable(name), p.n, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  %-28s %7d  %s\n", present.Printable(name), p.n, strings.Join(parts, ", "))
 	}
 }
 
@@ -443,7 +443,7 @@ func printNotices(w io.Writer, ns []ingest.Notice) {
 			notLogs++
 		}
 		if i < top {
-			fmt.Fprintf(w, "skipped: %s\n", tui.Printable(n.String()))
+			fmt.Fprintf(w, "skipped: %s\n", present.Printable(n.String()))
 		}
 	}
 	if len(ns) > top {
@@ -472,15 +472,15 @@ func nothingRead(s *ingest.Summary) bool {
 func emptyReason(em ingest.Empty) string {
 	switch {
 	case em.Skipped > 0 && em.Files > 0:
-		return tui.Plural(em.Skipped, "file") + " skipped, not logs; the rest empty"
+		return present.Plural(em.Skipped, "file") + " skipped, not logs; the rest empty"
 	case em.Skipped > 0:
-		return tui.Plural(em.Skipped, "file") + " skipped, not logs"
+		return present.Plural(em.Skipped, "file") + " skipped, not logs"
 	case em.Files == 0:
 		return "an empty directory"
 	case em.Files == 1:
 		return "empty"
 	}
-	return tui.Plural(em.Files, "file") + ", all empty"
+	return present.Plural(em.Files, "file") + ", all empty"
 }
 
 // printBadLines reports the bad lines (skipped): with the summary, or
@@ -491,7 +491,7 @@ func printBadLines(w io.Writer, s *ingest.Summary) {
 	}
 	fmt.Fprintf(w, "bad lines: %d (skipped, the rest was stored)\n", s.Bad)
 	for _, b := range s.BadLines {
-		fmt.Fprintf(w, "  %s\n", tui.Printable(b.Error()))
+		fmt.Fprintf(w, "  %s\n", present.Printable(b.Error()))
 	}
 	shown := 0
 	for _, b := range s.BadLines {
@@ -519,7 +519,7 @@ func printFiles(w io.Writer, s *ingest.Summary) {
 		if i >= top {
 			continue
 		}
-		fmt.Fprintf(w, "  %-40s %7d %7d %5d  %s\n", f.Format, f.Lines, f.Audits+f.Logs, f.Bad, tui.Printable(f.Name))
+		fmt.Fprintf(w, "  %-40s %7d %7d %5d  %s\n", f.Format, f.Lines, f.Audits+f.Logs, f.Bad, present.Printable(f.Name))
 	}
 	for _, l := range all.Losses() {
 		fmt.Fprintf(w, "warning: %s\n", l)

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"os"
 	"reflect"
@@ -20,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // The -o values of the listings: those with ids to print one a line, and
@@ -38,7 +38,7 @@ const minIDLength = 8
 // the data for scripts, the ids.
 //
 // The cells come from the logs, so they may hold terminal escape
-// sequences: a table shows them tui.Printable (sequences and control
+// sequences: a table shows them present.Printable (sequences and control
 // characters removed); CSV writes control characters other than tab and
 // newline escaped (csvText); JSON writes every control character (C0, DEL,
 // C1) as a \u escape (\u001b, \u009b: cpid.EscapeJSON) and YAML
@@ -138,7 +138,7 @@ func (l listing) write(w io.Writer, format string, lay layout) error {
 		return writeCSV(w, rows, lay.noHeaders)
 	case "name":
 		for _, n := range l.names {
-			fmt.Fprintln(w, tui.Printable(n))
+			fmt.Fprintln(w, present.Printable(n))
 		}
 		return nil
 	}
@@ -163,7 +163,7 @@ func writeTable(w io.Writer, l listing, wide bool, lay layout) error {
 		if j >= len(r) {
 			return ""
 		}
-		c := tui.Printable(r[j])
+		c := present.Printable(r[j])
 		if !wide && slices.Contains(l.short, j) && utf8.RuneCountInString(c) > idLen {
 			c = string([]rune(c)[:idLen])
 		}
@@ -172,7 +172,7 @@ func writeTable(w io.Writer, l listing, wide bool, lay layout) error {
 	head := make([]string, len(cols))
 	var text []int
 	for i, j := range cols {
-		head[i] = tui.Printable(l.head[j])
+		head[i] = present.Printable(l.head[j])
 		if slices.Contains(l.text, j) {
 			text = append(text, i)
 		}
@@ -514,13 +514,13 @@ func jsonColumns(t reflect.Type) []string {
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 // tableRow writes one row of a table, each cell without control
-// characters or escape sequences (tui.Printable).
+// characters or escape sequences (present.Printable).
 func tableRow(tw io.Writer, cells []string) {
 	for i, c := range cells {
 		if i > 0 {
 			io.WriteString(tw, "\t")
 		}
-		io.WriteString(tw, tui.Printable(c))
+		io.WriteString(tw, present.Printable(c))
 	}
 	io.WriteString(tw, "\n")
 }
@@ -570,7 +570,7 @@ func timeOfDay(ns int64) string {
 }
 
 // dur formats a duration in ns for a table, as the terminal UI does.
-func dur(ns int64) string { return tui.Duration(ns) }
+func dur(ns int64) string { return present.Duration(ns) }
 
 // object formats kind namespace/name.
 func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -117,7 +117,7 @@ func setupPrune(c *cobra.Command, e *env) runFunc {
 			if len(clusters) > 1 {
 				fmt.Fprintf(e.stdout, "cluster %s: ", cl)
 			}
-			fmt.Fprintf(e.stdout, "prune: %s %d of %s, %d left\n", verb, len(removed), tui.Plural(before, "CPID"), before-len(removed))
+			fmt.Fprintf(e.stdout, "prune: %s %d of %s, %d left\n", verb, len(removed), present.Plural(before, "CPID"), before-len(removed))
 		}
 		if !list {
 			return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"math"
 	"slices"
 	"sort"
@@ -12,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -139,7 +139,7 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 			want = 1
 		}
 		if len(pos) != want+1 {
-			return usagef("query %s takes %s", pos[0], tui.Plural(want, "argument"))
+			return usagef("query %s takes %s", pos[0], present.Plural(want, "argument"))
 		}
 		// The windows given, before the defaults.
 		ws := slices.Clone(reconstruct.DefaultWindows)
@@ -315,7 +315,7 @@ func (q queryRun) timeline(ctx context.Context, id string) error {
 				line += " (" + cs[0].TriggerDetail + ")"
 			}
 		}
-		fmt.Fprintln(q.e.stdout, tui.Printable(line))
+		fmt.Fprintln(q.e.stdout, present.Printable(line))
 	}
 	if err := q.e.print(q.c, l); err != nil {
 		return err
@@ -325,7 +325,7 @@ func (q queryRun) timeline(ctx context.Context, id string) error {
 	}
 	for _, t := range ts {
 		if t.ExplainDetail != "" {
-			fmt.Fprintln(q.e.stdout, tui.Printable(fmt.Sprintf("why +%s %s %s: %s: %s", dur(t.NS-zero), object(t.Kind, t.Namespace, t.Name),
+			fmt.Fprintln(q.e.stdout, present.Printable(fmt.Sprintf("why +%s %s %s: %s: %s", dur(t.NS-zero), object(t.Kind, t.Namespace, t.Name),
 				"+"+dur(t.HopNS), t.Explain, t.ExplainDetail)))
 		}
 	}

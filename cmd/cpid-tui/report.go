@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/report"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 func init() {
@@ -120,7 +120,7 @@ func setupReport(c *cobra.Command, e *env) runFunc {
 			also = " and its chart " + chart
 		}
 		fmt.Fprintf(e.notices(), "%s report: wrote %s%s: change %s, %s by %s, %d on the critical path\n",
-			e.prog, *out, also, id, tui.Plural(len(r.Writes), "write"), tui.Plural(len(r.Lanes), "writer"), len(r.Critical))
+			e.prog, *out, also, id, present.Plural(len(r.Writes), "write"), present.Plural(len(r.Lanes), "writer"), len(r.Critical))
 		return nil
 	}
 }

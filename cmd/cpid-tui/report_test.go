@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // realBundles are the real recorded bundles, fixtures/NAME/bundle
@@ -80,13 +80,13 @@ func checkReport(t *testing.T, db, id string) {
 	// services of controller spans that wrote nothing.
 	var lanes []string
 	for _, x := range ts {
-		if w := tui.Printable(x.Writer); !slices.Contains(lanes, w) {
+		if w := present.Printable(x.Writer); !slices.Contains(lanes, w) {
 			lanes = append(lanes, w)
 		}
 	}
 	for _, s := range spans {
-		if s.Kind == "controller" && !slices.Contains(lanes, tui.Printable(s.Service)) {
-			lanes = append(lanes, tui.Printable(s.Service))
+		if s.Kind == "controller" && !slices.Contains(lanes, present.Printable(s.Service)) {
+			lanes = append(lanes, present.Printable(s.Service))
 		}
 	}
 	dir := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"net"
 	"net/http"
 	"strconv"
@@ -16,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/export"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
@@ -153,7 +153,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			Redaction:  redaction(),
 			Poll:       *poll,
 			Metrics:    m,
-			Notice:     func(n ingest.Notice) { say("%s", tui.Printable(n.String())) },
+			Notice:     func(n ingest.Notice) { say("%s", present.Printable(n.String())) },
 			BatchSize:  *batch,
 		}
 		var stream *export.Stream
@@ -165,9 +165,9 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 		push := func(ctx context.Context, final bool) {
 			n, err := stream.Push(ctx, st, final)
 			if err != nil {
-				say("%s", tui.Printable(err.Error()))
+				say("%s", present.Printable(err.Error()))
 			} else if n.Rejected > 0 {
-				say("otlp: the receiver rejected %d spans: %s", n.Rejected, tui.Printable(n.Message))
+				say("otlp: the receiver rejected %d spans: %s", n.Rejected, present.Printable(n.Message))
 			}
 		}
 		// derive brings the derived tables up to date, as every run of the
@@ -207,7 +207,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			// What was read last is derived and pushed before exiting.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			if rerr := derive(fctx); rerr != nil {
-				fmt.Fprintf(e.stderr, "tail: reconstruct: %s\n", tui.Printable(rerr.Error()))
+				fmt.Fprintf(e.stderr, "tail: reconstruct: %s\n", present.Printable(rerr.Error()))
 			}
 			push(fctx, true)
 			cancel()

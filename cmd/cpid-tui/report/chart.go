@@ -2,10 +2,9 @@ package report
 
 import (
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"slices"
 	"strings"
-
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // Layout is the geometry of a timeline chart, in SVG user units.
@@ -118,8 +117,8 @@ var legend = []struct{ kind, label string }{
 // Chart lays out the report's timeline in layout l.
 func (r *Report) Chart(l Layout) Chart {
 	c := Chart{Layout: l, GridTop: axisH - 8, TickY: axisH - 14, R: markRadius,
-		Label: fmt.Sprintf("Timeline of change %s: %s in %s, one lane per writer", r.Change.ID, tui.Plural(len(r.Writes), "write"),
-			tui.Plural(len(r.Lanes), "lane"))}
+		Label: fmt.Sprintf("Timeline of change %s: %s in %s, one lane per writer", r.Change.ID, present.Plural(len(r.Writes), "write"),
+			present.Plural(len(r.Lanes), "lane"))}
 	c.PlotX0, c.PlotX1 = 14, l.W-24
 	if l.LabelW > 0 {
 		c.PlotX0 = l.LabelW + 14

@@ -2,17 +2,17 @@ package report
 
 import (
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 	"time"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // dur formats a duration in ns for the report: whole µs below a
 // millisecond, ms with one decimal below 10s, s with one decimal below an
 // hour. The command-line tables and the terminal UI say durations as
-// tui.Duration does; the report's golden file holds this format until it
+// present.Duration does; the report's golden file holds this format until it
 // moves to that one.
 func dur(ns int64) string {
 	d := time.Duration(ns)
@@ -103,7 +103,7 @@ func text(s string) string { return s }
 // trigger, its writes and its id; esc escapes the text, id writes the id.
 func changeLine(c cpid.ChangeRow, esc, id func(string) string) string {
 	return fmt.Sprintf("%s %s at %s (%s, %s, %s)", esc(withSub(c.Verb, c.Subresource)), esc(object(c.Kind, c.Namespace, c.Name)),
-		stamp(c.StartedNS), esc(string(c.Trigger)), tui.Plural(c.Writes, "write"), id(c.ID))
+		stamp(c.StartedNS), esc(string(c.Trigger)), present.Plural(c.Writes, "write"), id(c.ID))
 }
 
 // anomalyObject names the object of an anomaly.

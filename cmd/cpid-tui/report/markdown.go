@@ -3,13 +3,13 @@ package report
 import (
 	"bufio"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 )
 
 // Markdown writes the report as Markdown (CommonMark with GitHub's
@@ -48,7 +48,7 @@ func (r *Report) Markdown(out io.Writer, chart string) error {
 	row("Writes", writes)
 	row("Objects", strconv.Itoa(c.Objects))
 	row("Writers", strconv.Itoa(len(r.Lanes)))
-	waits := fmt.Sprintf("%s, %s of waits", tui.Plural(len(r.Critical), "write"), dur(r.CriticalNS))
+	waits := fmt.Sprintf("%s, %s of waits", present.Plural(len(r.Critical), "write"), dur(r.CriticalNS))
 	if s := r.PathShort(); s != "" {
 		waits += ", " + s
 	}

@@ -11,13 +11,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -107,7 +107,7 @@ type RevisionDiff struct {
 
 // Build reads change id through st and assembles its report.
 func Build(ctx context.Context, st cpid.ChangeReader, id string) (*Report, error) {
-	st = tui.PrintableReader(st)
+	st = present.PrintableReader(st)
 	rows, err := st.ChangesByID(ctx, []string{id})
 	if err != nil {
 		return nil, err
@@ -332,7 +332,7 @@ func keyOf(t cpid.TimelineEntry, cluster string) cpid.ObjectKey {
 // diffOf is what write w changed: the diff of its stored object against
 // the closest earlier write that stored one (ws are the object's last
 // writes up to w's, more says there were earlier ones), as the TUI's
-// revisions view shows it (tui.ObjectDiff: managedFields and
+// revisions view shows it (present.ObjectDiff: managedFields and
 // resourceVersion left out).
 func diffOf(w Write, ws []cpid.ObjectWrite, more bool) RevisionDiff {
 	d := RevisionDiff{Write: w}
@@ -346,7 +346,7 @@ func diffOf(w Write, ws []cpid.ObjectWrite, more bool) RevisionDiff {
 	switch {
 	case rv.Object == "" && rv.Request != "":
 		d.Note = "stored no object in the audit log; its request body:"
-		for _, l := range tui.JSONLines(rv.Request) {
+		for _, l := range present.JSONLines(rv.Request) {
 			lines = append(lines, "  "+l)
 		}
 	case rv.Object == "" && rv.Level == "Metadata":
@@ -368,7 +368,7 @@ func diffOf(w Write, ws []cpid.ObjectWrite, more bool) RevisionDiff {
 		case prev == "":
 			d.Note = "the first stored object, whole:"
 		}
-		lines = tui.ObjectDiff(prev, rv.Object, 3)
+		lines = present.ObjectDiff(prev, rv.Object, 3)
 		if len(lines) == 0 {
 			d.Note = "no difference in spec, status or metadata (besides resourceVersion and managedFields)"
 		}

@@ -7,6 +7,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 	"time"
 
@@ -128,7 +129,7 @@ func New(ctx context.Context, st cpid.ChangeReader, opt Options) *Model {
 		opt.Now = time.Now
 	}
 	// Every string the views show comes from the logs: made Printable here.
-	a := &app{ctx: ctx, st: printableReader{st}, keys: newKeys(), sty: newStyles(opt.Color), now: opt.Now}
+	a := &app{ctx: ctx, st: present.PrintableReader(st), keys: newKeys(), sty: newStyles(opt.Color), now: opt.Now}
 	in := textinput.New()
 	in.Prompt = "/"
 	in.Placeholder = "type to filter, enter to keep, esc to clear"

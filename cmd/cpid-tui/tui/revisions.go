@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -276,25 +277,25 @@ func (r *revisionsView) diffView(cur, base, w, h int) []string {
 		return fmt.Sprintf("#%d rv %s (%s %s)", x.Seq, x.ResourceVersion, x.Writer, withSub(x.Verb, x.Subresource))
 	}
 	var head string
-	var ops []diffOp
+	var ops []present.Line
 	switch {
 	case rv.Object == "" && rv.Request != "":
 		head = fmt.Sprintf(" %s stored no object in the audit log; its request body:", label(rv))
-		for _, l := range objectLines(rv.Request, r.managed) {
-			ops = append(ops, diffOp{' ', l})
+		for _, l := range present.ObjectLines(rv.Request, r.managed) {
+			ops = append(ops, present.Line{Op: ' ', Text: l})
 		}
 	case rv.Object == "":
 		head = fmt.Sprintf(" %s has no body in the audit log (Metadata level, or a binding, Scale or Status response)", label(rv))
 	case base < 0:
 		head = fmt.Sprintf(" %s: the first stored object, whole", label(rv))
-		for _, l := range objectLines(rv.Object, r.managed) {
-			ops = append(ops, diffOp{'+', l})
+		for _, l := range present.ObjectLines(rv.Object, r.managed) {
+			ops = append(ops, present.Line{Op: '+', Text: l})
 		}
 	default:
 		head = fmt.Sprintf(" diff %s → %s", label(r.revs[base]), label(rv))
-		ops = hunks(diffLines(objectLines(r.revs[base].Object, r.managed), objectLines(rv.Object, r.managed)), 3)
-		if len(ops) <= 1 && (len(ops) == 0 || ops[0].op == 0) {
-			ops = []diffOp{{' ', "(no difference)"}}
+		ops = present.Hunks(present.DiffLines(present.ObjectLines(r.revs[base].Object, r.managed), present.ObjectLines(rv.Object, r.managed)), 3)
+		if len(ops) <= 1 && (len(ops) == 0 || ops[0].Op == 0) {
+			ops = []present.Line{{Op: ' ', Text: "(no difference)"}}
 		}
 	}
 	out := []string{s.header.Render(lines1(head, w))}
@@ -303,15 +304,15 @@ func (r *revisionsView) diffView(cur, base, w, h int) []string {
 		if len(out) >= h {
 			break
 		}
-		switch o.op {
+		switch o.Op {
 		case 0:
 			out = append(out, s.dim.Render(" ⋯"))
 		case '+':
-			out = append(out, s.added.Render(fit("+ "+o.text, w)))
+			out = append(out, s.added.Render(fit("+ "+o.Text, w)))
 		case '-':
-			out = append(out, s.removed.Render(fit("- "+o.text, w)))
+			out = append(out, s.removed.Render(fit("- "+o.Text, w)))
 		default:
-			out = append(out, "  "+o.text)
+			out = append(out, "  "+o.Text)
 		}
 	}
 	return out

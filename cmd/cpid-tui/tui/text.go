@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 	"time"
 
@@ -27,16 +28,16 @@ func stamp(ns int64) string {
 }
 
 // dur formats a duration in ns as every view does (Duration).
-func dur(ns int64) string { return Duration(ns) }
+func dur(ns int64) string { return present.Duration(ns) }
 
 // offset formats a time since the change started: +36.7ms. A time before
 // it (a client logging before its request reached the apiserver) is said
 // as such, never as "+-".
 func offset(ns int64) string {
 	if ns < 0 {
-		return Duration(-ns) + " before"
+		return present.Duration(-ns) + " before"
 	}
-	return "+" + Duration(ns)
+	return "+" + present.Duration(ns)
 }
 
 // object formats "Kind namespace/name".
@@ -280,7 +281,7 @@ func clamp(i, n int) int {
 }
 
 // plural says "1 write", "2 writes" (Plural).
-func plural(n int, noun string) string { return Plural(n, noun) }
+func plural(n int, noun string) string { return present.Plural(n, noun) }
 
 // count says "1 anomaly", "2 anomalies": plural for nouns without an s.
 func count(n int, one, many string) string {

@@ -1,4 +1,4 @@
-package tui
+package present
 
 import (
 	"bytes"
@@ -6,16 +6,17 @@ import (
 	"strings"
 )
 
-// diffOp is one line of a line diff: ' ' kept, '-' removed, '+' added.
-type diffOp struct {
-	op   byte
-	text string
+// Line is one line of a line diff: Op ' ' kept, '-' removed, '+' added
+// (0: a gap between Hunks).
+type Line struct {
+	Op   byte
+	Text string
 }
 
-// objectLines renders a stored object as indented JSON lines with sorted
+// ObjectLines renders a stored object as indented JSON lines with sorted
 // keys, without metadata.managedFields unless managed is set: the field
 // server-side apply bookkeeping fills, which buries every real change.
-func objectLines(body string, managed bool) []string {
+func ObjectLines(body string, managed bool) []string {
 	if managed {
 		return jsonLines(body)
 	}
@@ -55,13 +56,13 @@ func jsonLines(body string, drop ...string) []string {
 // differing middle is shown as removed then added.
 const maxDiffCells = 4 << 20
 
-// diffLines computes a line diff of a to b: common prefix and suffix, and a
+// DiffLines computes a line diff of a to b: common prefix and suffix, and a
 // longest common subsequence of what lies between.
-func diffLines(a, b []string) []diffOp {
-	var out []diffOp
+func DiffLines(a, b []string) []Line {
+	var out []Line
 	p := 0
 	for p < len(a) && p < len(b) && a[p] == b[p] {
-		out = append(out, diffOp{' ', a[p]})
+		out = append(out, Line{' ', a[p]})
 		p++
 	}
 	sfx := 0
@@ -71,10 +72,10 @@ func diffLines(a, b []string) []diffOp {
 	ma, mb := a[p:len(a)-sfx], b[p:len(b)-sfx]
 	if len(ma)*len(mb) > maxDiffCells {
 		for _, l := range ma {
-			out = append(out, diffOp{'-', l})
+			out = append(out, Line{'-', l})
 		}
 		for _, l := range mb {
-			out = append(out, diffOp{'+', l})
+			out = append(out, Line{'+', l})
 		}
 	} else {
 		// lcs[i][j] is the LCS length of ma[i:] and mb[j:].
@@ -94,42 +95,42 @@ func diffLines(a, b []string) []diffOp {
 		for i < n || j < m {
 			switch {
 			case i < n && j < m && ma[i] == mb[j]:
-				out = append(out, diffOp{' ', ma[i]})
+				out = append(out, Line{' ', ma[i]})
 				i++
 				j++
 			case i < n && (j == m || at(i+1, j) >= at(i, j+1)):
-				out = append(out, diffOp{'-', ma[i]})
+				out = append(out, Line{'-', ma[i]})
 				i++
 			default:
-				out = append(out, diffOp{'+', mb[j]})
+				out = append(out, Line{'+', mb[j]})
 				j++
 			}
 		}
 	}
 	for _, l := range a[len(a)-sfx:] {
-		out = append(out, diffOp{' ', l})
+		out = append(out, Line{' ', l})
 	}
 	return out
 }
 
-// hunks keeps the changed lines of a diff with context lines around them;
+// Hunks keeps the changed lines of a diff with context lines around them;
 // a gap is one op with op 0.
-func hunks(d []diffOp, context int) []diffOp {
+func Hunks(d []Line, context int) []Line {
 	keep := make([]bool, len(d))
 	for i, o := range d {
-		if o.op == ' ' {
+		if o.Op == ' ' {
 			continue
 		}
 		for j := max(0, i-context); j <= min(len(d)-1, i+context); j++ {
 			keep[j] = true
 		}
 	}
-	var out []diffOp
+	var out []Line
 	for i, o := range d {
 		if keep[i] {
 			out = append(out, o)
-		} else if len(out) == 0 || out[len(out)-1].op != 0 {
-			out = append(out, diffOp{op: 0})
+		} else if len(out) == 0 || out[len(out)-1].Op != 0 {
+			out = append(out, Line{Op: 0})
 		}
 	}
 	return out
@@ -143,18 +144,18 @@ func hunks(d []diffOp, context int) []diffOp {
 // and metadata.resourceVersion); nil when nothing else changed.
 func ObjectDiff(prev, cur string, context int) []string {
 	noise := []string{"managedFields", "resourceVersion"}
-	ops := hunks(diffLines(jsonLines(prev, noise...), jsonLines(cur, noise...)), context)
+	ops := Hunks(DiffLines(jsonLines(prev, noise...), jsonLines(cur, noise...)), context)
 	var out []string
 	for i, o := range ops {
-		switch o.op {
+		switch o.Op {
 		case 0:
 			if i > 0 && i < len(ops)-1 {
 				out = append(out, "@@")
 			}
 		case '+', '-':
-			out = append(out, string(o.op)+" "+o.text)
+			out = append(out, string(o.Op)+" "+o.Text)
 		default:
-			out = append(out, "  "+o.text)
+			out = append(out, "  "+o.Text)
 		}
 	}
 	return out
