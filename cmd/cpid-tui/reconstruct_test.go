@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -235,7 +236,7 @@ func checkAttribution(t *testing.T, fixture string, minPrecision, minRecall floa
 		}
 	}
 	if left > 0 {
-		report = append(report, fmt.Sprintf("(%d objects of %v left out: their writes carry no object in this audit policy)", left, keysOf(blind)))
+		report = append(report, fmt.Sprintf("(%d objects of %v left out: their writes carry no object in this audit policy)", left, slices.Sorted(maps.Keys(blind))))
 	}
 	t.Logf("%s attribution against truth.json:\n%s", fixture, strings.Join(report, "\n"))
 }
@@ -258,15 +259,6 @@ func blindResources(t *testing.T, db *sql.DB) map[string]bool {
 		rows.Scan(&r)
 		out[r] = true
 	}
-	return out
-}
-
-func keysOf(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
