@@ -6,7 +6,8 @@ DEMO_DB ?= $(CURDIR)/demo.db
 SCENARIO ?= basic
 FUZZTIME ?= 30s
 
-.PHONY: build install docs test demo record experiments bench fuzz fuzz-brief vet clean verify-report verify-export
+.PHONY: build install docs test demo record experiments bench fuzz fuzz-brief vet clean verify-report verify-export \
+	release-snapshot verify-release image verify-deploy
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cpid-tui
@@ -73,6 +74,29 @@ RECEIVERS_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cpid/receivers-bin
 verify-export:
 	RECEIVERS_BIN=$(RECEIVERS_BIN) tools/receivers/build.sh
 	CPID_RECEIVERS=$(RECEIVERS_BIN) $(GO) test -count=1 -v -run '^TestExportReceivers$$' ./cmd/cpid-tui
+
+# Versioned archives for linux and darwin on amd64 and arm64, their
+# checksums and the krew manifest generated from them, into dist/
+# (tools/release; docs/RELEASE.md). VERSION defaults to git describe.
+release-snapshot:
+	tools/release/snapshot.sh
+
+# The archives of release-snapshot checked: checksums, each binary's
+# platform and stamped version, and a krew built from its Go module
+# installing the plugin from the generated manifest and archive.
+verify-release:
+	tools/release/verify.sh
+
+# The container image of serve as an OCI tarball, built without a Docker
+# daemon (deploy/image; docs/DEPLOY.md).
+image:
+	deploy/image/build.sh
+
+# deploy/ (kustomize) applied with --dry-run=server to a real kube-apiserver
+# (the recorder's binaries), and the image's user, entrypoint and labels
+# read back.
+verify-deploy:
+	deploy/verify.sh
 
 # Record a fixture from a real control plane (builds Kubernetes on first use,
 # about 10 minutes): make record SCENARIO=basic
