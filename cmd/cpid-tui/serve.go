@@ -80,8 +80,11 @@ kube-apiserver posts it again), stores and answers the batches read whole,
 waiting at most 30 s for them, and exits 0.
 
 /metrics (same listener and authentication) gives the counters and the lag
-histogram in the Prometheus text format. The webhook kubeconfig to give
-kube-apiserver is in docs/LIVE.md.
+histogram in the Prometheus text format. GET /healthz answers 200 while
+serve runs, GET /readyz 200 when the database answers a query (503
+otherwise): both without authentication, for the kubelet's probes, and
+saying nothing but ok or not. The webhook kubeconfig to give kube-apiserver
+is in docs/LIVE.md; deploy/ runs serve in a cluster (docs/DEPLOY.md).
 
 Example:
   cpid-tui serve --db cpid.db --listen :9443 --tls-cert tls.crt --tls-key tls.key \
@@ -215,6 +218,7 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 			wh.WriteText(w, "cpid_webhook")
 			cl.writeMetrics(w)
 		}))
+		handleProbes(mux, func(ctx context.Context) error { _, err := db0.clusters(ctx); return err }, notice)
 		mux.Handle("/", wh)
 		handler := cl.track(mux) // at --max-conns, which connections are stalled
 		switch {
