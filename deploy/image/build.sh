@@ -6,8 +6,8 @@
 #
 # Writes into OUT (default dist/image):
 #   cpid-tui-oci.tar          OCI image layout, an index of both platforms
-#                             tagged cpid-tui:VERSION (crane push, skopeo copy
-#                             oci-archive:, ctr images import)
+#                             tagged VERSION (skopeo copy oci-archive:; crane push
+#                             of the directory it holds)
 #   cpid-tui-linux-ARCH.tar   docker-archive of one platform (docker load,
 #                             kind load image-archive)
 #   linux-ARCH/cpid-tui       the binaries

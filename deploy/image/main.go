@@ -6,9 +6,9 @@
 // /tmp and the working directory /var/lib/cpid.
 //
 // It writes an OCI image layout as a tar file (an index of one image per
-// platform, named by -tag: what `crane push`, `skopeo copy oci-archive:`
-// and `ctr images import` take) and, for each platform, a docker-archive
-// tar (`docker load`, `kind load image-archive`).
+// platform, tagged with the version: `skopeo copy oci-archive:` takes it,
+// `crane push` the directory it holds) and, for each platform, a
+// docker-archive tar (`docker load`, `kind load image-archive`).
 //
 //	go run . -bin linux/amd64=cpid-tui-amd64 -bin linux/arm64=cpid-tui-arm64 \
 //	  -ca-certs /etc/ssl/certs/ca-certificates.crt -version v0.1.0 -revision $(git rev-parse HEAD) \
