@@ -95,7 +95,8 @@ func TestServeProbes(t *testing.T) {
 // database is (the reason goes to stderr, once), and 200 again once the
 // server is back; /healthz stays 200 throughout.
 func TestServeReadyzPostgres(t *testing.T) {
-	srv := pgtest.StartTest(t)
+	t.Parallel()
+	srv := pgtest.StartTest(t) // its own server, which it kills
 	dsn, err := srv.CreateDatabase(context.Background(), "cpid")
 	if err != nil {
 		t.Fatal(err)
