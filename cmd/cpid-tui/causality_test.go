@@ -501,7 +501,7 @@ func TestLeaderGap(t *testing.T) {
 var recordedFixtures = []string{"basic", "instrumented", "figure-5", "figure-5-text", "paper-5-1-1", "paper-5-1-1-stock", "paper-5-1-2",
 	"rollout-interrupted", "node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts",
 	"cronjob", "metadata-policy", "load", "traced", "waits", "namespace-delete", "daemonset", "drain-pdb", "statefulset", "jobs",
-	"bulk-apply", "webhook"}
+	"bulk-apply", "webhook", "operator", "operator-instrumented"}
 
 // workloadFixtures are the recordings of workloads beyond Deployments
 // (issue 26): each user action and environment event with precision and

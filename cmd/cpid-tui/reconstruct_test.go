@@ -71,6 +71,7 @@ func kindsOf(t *testing.T, dir string) map[string]string {
 	}
 	all := maps.Clone(truthKinds)
 	maps.Copy(all, moreKinds)
+	maps.Copy(all, operatorKinds)
 	return all
 }
 
