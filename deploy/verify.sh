@@ -177,8 +177,21 @@ for a in "${ARGS[@]}"; do
   moved+=("$a")
 done
 ARCH=$(go env GOARCH)
-echo "== $OUT/linux-$ARCH/cpid-tui ${moved[*]}"
-TMPDIR=$S/tmp CPID_DB=${DB/\/var\/lib\/cpid/$S/var/lib/cpid} "$OUT/linux-$ARCH/cpid-tui" "${moved[@]}" > "$RUN/serve.log" 2>&1 &
+# As in the pod where this machine allows it: user and group 65532, the
+# volumes group-owned by the fsGroup 65532 (the certificates 0440, as the
+# Secret's defaultMode), nothing else writable to it.
+AS=()
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  chmod 0711 "$RUN"
+  chown -R 65532:65532 "$S/var/lib/cpid" "$S/tmp"
+  chgrp -R 65532 "$S/etc/cpid" && chmod 0440 "$S"/etc/cpid/tls/* "$S/etc/cpid/client-ca/ca.crt"
+  AS=(setpriv --reuid=65532 --regid=65532 --clear-groups)
+  echo "== as user and group 65532 (setpriv)"
+else
+  echo "== as $(id -un) (the pod runs it as 65532; this needs root and setpriv)"
+fi
+echo "== $OUT/linux-$ARCH/cpid-tui (the image's binary) ${moved[*]}"
+TMPDIR=$S/tmp CPID_DB=${DB/\/var\/lib\/cpid/$S/var/lib/cpid} "${AS[@]}" "$OUT/linux-$ARCH/cpid-tui" "${moved[@]}" > "$RUN/serve.log" 2>&1 &
 PIDS+=($!)
 SERVE=$!
 for _ in $(seq 60); do grep -qs 'listening' "$RUN/serve.log" && break; kill -0 $SERVE 2>/dev/null || fail "serve exited"; sleep 0.5; done
