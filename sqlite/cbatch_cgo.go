@@ -3,16 +3,27 @@
 package sqlite
 
 /*
-// The sqlite3_* functions are mattn/go-sqlite3's copy of SQLite, linked
-// into the same binary: this package declares what it calls and leaves
-// the symbols to the final link (cgo's test link of this package alone
-// would call them undefined).
-#cgo LDFLAGS: -Wl,--unresolved-symbols=ignore-all
+// The sqlite3_* functions are mattn/go-sqlite3's copy of SQLite (the one
+// copy in the process: two would not see each other's POSIX locks). This
+// file declares the few it calls and links with no flag of its own: the
+// final link of a program, which has mattn/go-sqlite3's objects, resolves
+// them. (cgo's trial link of this package alone cannot; the go command
+// then leaves the package to the external linker, which every program
+// with mattn/go-sqlite3 uses anyway.) The declarations are sqlite3.h's.
 #include <stdint.h>
 #include <stdlib.h>
 
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
+typedef struct sqlite3_context sqlite3_context;
+typedef struct sqlite3_value sqlite3_value;
+extern int sqlite3_config(int, ...);
+extern int sqlite3_auto_extension(void(*)(void));
+extern int sqlite3_create_function(sqlite3*, const char*, int, int, void*,
+	void(*)(sqlite3_context*, int, sqlite3_value**), void(*)(sqlite3_context*, int, sqlite3_value**),
+	void(*)(sqlite3_context*));
+extern sqlite3 *sqlite3_context_db_handle(sqlite3_context*);
+extern void sqlite3_result_int64(sqlite3_context*, long long);
 extern int sqlite3_prepare_v2(sqlite3*, const char*, int, sqlite3_stmt**, const char**);
 extern int sqlite3_bind_null(sqlite3_stmt*, int);
 extern int sqlite3_bind_int64(sqlite3_stmt*, int, long long);
@@ -24,26 +35,37 @@ extern int sqlite3_finalize(sqlite3_stmt*);
 extern int sqlite3_changes(sqlite3*);
 extern long long sqlite3_last_insert_rowid(sqlite3*);
 extern const char *sqlite3_errmsg(sqlite3*);
-extern int sqlite3_extended_errcode(sqlite3*);
+
+enum {
+	CPID_SQLITE_DONE = 101,
+	CPID_SQLITE_CONFIG_MEMSTATUS = 9,
+	CPID_SQLITE_UTF8 = 1,
+	CPID_SQLITE_DIRECTONLY = 0x80000, // not callable from a trigger or a view
+};
 
 // cpid_val is cval (rows.go): an integer, or a text or blob at an offset
-// of the arena.
+// of the arena. Its layout is checked against cval's when Go compiles.
 typedef struct { int64_t i; int32_t n; int32_t kind; } cpid_val;
+enum { CPID_NULL, CPID_INT, CPID_TEXT, CPID_BLOB };
+
+// cpid_db is the connection whose handle cpid_handle() returned.
+static sqlite3 *cpid_db(int64_t h) { return (sqlite3*)(intptr_t)h; }
 
 // cpid_exec_batch binds and steps st once per row; ids[r] is the rowid
 // row r inserted, 0 when it changed nothing. On an error it returns the
 // code, sets *failed to the row, and leaves st unreset for its message.
-static int cpid_exec_batch(sqlite3 *db, sqlite3_stmt *st, const char *arena, const cpid_val *v,
+static int cpid_exec_batch(int64_t h, sqlite3_stmt *st, const char *arena, const cpid_val *v,
 		int ncol, int nrow, int64_t *ids, int *failed) {
+	sqlite3 *db = cpid_db(h);
 	for (int r = 0; r < nrow; r++) {
 		for (int c = 1; c <= ncol; c++, v++) {
 			int rc;
 			switch (v->kind) {
-			case 0: rc = sqlite3_bind_null(st, c); break;
-			case 1: rc = sqlite3_bind_int64(st, c, v->i); break;
+			case CPID_NULL: rc = sqlite3_bind_null(st, c); break;
+			case CPID_INT: rc = sqlite3_bind_int64(st, c, v->i); break;
 			// A text or blob is bound in place (SQLITE_STATIC, 0): the
 			// arena outlives the call. An empty one is not NULL.
-			case 2: rc = sqlite3_bind_text(st, c, v->n ? arena + v->i : "", v->n, 0); break;
+			case CPID_TEXT: rc = sqlite3_bind_text(st, c, v->n ? arena + v->i : "", v->n, 0); break;
 			default: rc = sqlite3_bind_blob(st, c, v->n ? arena + v->i : "", v->n, 0); break;
 			}
 			if (rc) {
@@ -52,7 +74,7 @@ static int cpid_exec_batch(sqlite3 *db, sqlite3_stmt *st, const char *arena, con
 			}
 		}
 		int rc = sqlite3_step(st);
-		if (rc != 101) { // SQLITE_DONE
+		if (rc != CPID_SQLITE_DONE) {
 			*failed = r;
 			return rc;
 		}
@@ -62,18 +84,35 @@ static int cpid_exec_batch(sqlite3 *db, sqlite3_stmt *st, const char *arena, con
 	return 0;
 }
 
-static int cpid_prepare(sqlite3 *db, const char *q, sqlite3_stmt **st) {
-	return sqlite3_prepare_v2(db, q, -1, st, 0);
+static int cpid_prepare(int64_t h, const char *q, sqlite3_stmt **st) {
+	return sqlite3_prepare_v2(cpid_db(h), q, -1, st, 0);
 }
 
-extern int sqlite3_config(int, ...);
+static const char *cpid_errmsg(int64_t h) { return sqlite3_errmsg(cpid_db(h)); }
 
-// cpid_no_memstatus turns off SQLite's count of the memory it holds, which
-// takes a global mutex on every allocation. It works only before SQLite
-// initializes (the first connection): after, it is refused and changes
-// nothing.
-static int cpid_no_memstatus(void) {
-	return sqlite3_config(9, 0); // SQLITE_CONFIG_MEMSTATUS
+// cpid_handle_fn is the SQL function cpid_handle(): the sqlite3* of the
+// connection that calls it, as an integer. It is how this package learns
+// the handle of a connection that mattn/go-sqlite3 opened, through
+// SQLite's public API instead of the driver's private fields.
+static void cpid_handle_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+	sqlite3_result_int64(ctx, (int64_t)(intptr_t)sqlite3_context_db_handle(ctx));
+}
+
+// cpid_register defines cpid_handle() on a new connection: SQLite calls
+// it for every connection its copy opens (cpid_init).
+static int cpid_register(sqlite3 *db, char **err, const void *api) {
+	return sqlite3_create_function(db, "cpid_handle", 0, CPID_SQLITE_UTF8 | CPID_SQLITE_DIRECTONLY, 0,
+		cpid_handle_fn, 0, 0);
+}
+
+// cpid_init runs once, before the first connection in C. It turns off
+// SQLite's count of the memory it holds, which takes a global mutex on
+// every allocation (it works only before SQLite initializes, and is
+// refused and changes nothing after, so its result is not an error), then
+// has cpid_register run on every connection opened from then on.
+static int cpid_init(void) {
+	sqlite3_config(CPID_SQLITE_CONFIG_MEMSTATUS, 0);
+	return sqlite3_auto_extension((void(*)(void))cpid_register);
 }
 */
 import "C"
@@ -84,13 +123,29 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
-	"reflect"
 	"strings"
 	"sync"
 	"unsafe"
 
 	mattn "github.com/mattn/go-sqlite3"
+)
+
+// cval and cpid_val are one layout, and the kinds of value are numbered
+// alike: each line fails to compile (an array of negative length, or one
+// that is not [0]) where the two differ.
+var (
+	_ [0]struct{} = [unsafe.Sizeof(cval{}) - C.sizeof_cpid_val]struct{}{}
+	_ [0]struct{} = [unsafe.Offsetof(cval{}.i) - unsafe.Offsetof(C.cpid_val{}.i)]struct{}{}
+	_ [0]struct{} = [unsafe.Offsetof(cval{}.n) - unsafe.Offsetof(C.cpid_val{}.n)]struct{}{}
+	_ [0]struct{} = [unsafe.Offsetof(cval{}.kind) - unsafe.Offsetof(C.cpid_val{}.kind)]struct{}{}
+	_ [0]struct{} = [unsafe.Sizeof(cval{}.n) - unsafe.Sizeof(C.cpid_val{}.n)]struct{}{}
+	_ [0]struct{} = [unsafe.Sizeof(cval{}.kind) - unsafe.Sizeof(C.cpid_val{}.kind)]struct{}{}
+	_ [0]struct{} = [valNull - C.CPID_NULL]struct{}{}
+	_ [0]struct{} = [valInt - C.CPID_INT]struct{}{}
+	_ [0]struct{} = [valText - C.CPID_TEXT]struct{}{}
+	_ [0]struct{} = [valBlob - C.CPID_BLOB]struct{}{}
 )
 
 // haveC says this build has SQLite in C (cgo): the bulk load of a new
@@ -100,7 +155,14 @@ const haveC = true
 // openC opens the database at the URI dsn (fileURI) with SQLite in C, as
 // one connection whose inserts can go by the batch (batchExec).
 func openC(dsn string) (*sql.DB, *batchExec, error) {
-	memstatus.Do(func() { C.cpid_no_memstatus() })
+	cinit.Do(func() {
+		if rc := C.cpid_init(); rc != 0 {
+			cinitErr = fmt.Errorf("sqlite: register cpid_handle (SQLite error %d)", int(rc))
+		}
+	})
+	if cinitErr != nil {
+		return nil, nil, cinitErr
+	}
 	c, err := newCConnector(dsn)
 	if err != nil {
 		return nil, nil, err
@@ -108,20 +170,24 @@ func openC(dsn string) (*sql.DB, *batchExec, error) {
 	return oneConn(sql.OpenDB(c)), &batchExec{c: c, stmts: map[string]*C.sqlite3_stmt{}}, nil
 }
 
-var memstatus sync.Once
+var (
+	cinit    sync.Once
+	cinitErr error
+)
 
 // cConnector opens mattn/go-sqlite3 connections with the _pragma
 // parameters of fileURI (which that driver does not know) run on each,
-// and cpid_body registered. It remembers the last connection it opened:
-// with one connection at most, that is the one every transaction is in.
+// and cpid_body registered. It remembers the handle of the last
+// connection it opened: with one connection at most, that is the one
+// every transaction is in.
 type cConnector struct {
 	dsn     string
 	pragmas []string
 	d       *mattn.SQLiteDriver
 
 	mu   sync.Mutex
-	last *mattn.SQLiteConn
-	gen  int // counts the connections opened
+	last C.int64_t // the sqlite3* of the last connection, from cpid_handle()
+	gen  int       // counts the connections opened
 }
 
 func newCConnector(dsn string) (*cConnector, error) {
@@ -157,33 +223,52 @@ func newCConnector(dsn string) (*cConnector, error) {
 	return c, nil
 }
 
-func (c *cConnector) Connect(context.Context) (driver.Conn, error) {
+func (c *cConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.d.Open(c.dsn)
 	if err != nil {
 		return nil, err
 	}
+	h, err := handleOf(ctx, conn.(*mattn.SQLiteConn))
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
 	c.mu.Lock()
-	c.last, c.gen = conn.(*mattn.SQLiteConn), c.gen+1
+	c.last, c.gen = h, c.gen+1
 	c.mu.Unlock()
 	return conn, nil
 }
 
+// handleOf asks the connection for its sqlite3*: cpid_handle(), which
+// cpid_init registered on every connection of SQLite in C.
+func handleOf(ctx context.Context, conn *mattn.SQLiteConn) (C.int64_t, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT cpid_handle()`, nil)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: the connection's handle: %w", err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		if err == io.EOF {
+			err = errors.New("no row")
+		}
+		return 0, fmt.Errorf("sqlite: the connection's handle: %w", err)
+	}
+	h, ok := v[0].(int64)
+	if !ok || h == 0 {
+		return 0, fmt.Errorf("sqlite: the connection's handle: cpid_handle() returned %v", v[0])
+	}
+	return C.int64_t(h), nil
+}
+
 func (c *cConnector) Driver() driver.Driver { return c.d }
 
-// handle is the sqlite3* of the connection last opened.
-func (c *cConnector) handle() (*C.sqlite3, int) {
+// handle is the sqlite3* of the connection last opened, as an integer
+// for the C functions, and the count of connections then.
+func (c *cConnector) handle() (C.int64_t, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last == nil {
-		return nil, 0
-	}
-	// mattn/go-sqlite3 keeps it unexported in the field db (go.mod pins
-	// the version; TestBulk fails if another one moved it).
-	f := reflect.ValueOf(c.last).Elem().FieldByName("db")
-	if !f.IsValid() || f.Kind() != reflect.Pointer {
-		return nil, 0
-	}
-	return (*C.sqlite3)(f.UnsafePointer()), c.gen
+	return c.last, c.gen
 }
 
 // batchExec runs the inserts of a batch of rows in one call to C, in the
@@ -200,10 +285,13 @@ func (b *batchExec) exec(query string, r *rows, ids []int64) error {
 		return nil
 	}
 	db, gen := b.c.handle()
-	if db == nil {
-		return errors.New("sqlite: no connection handle for the batch (mattn/go-sqlite3's SQLiteConn.db)")
+	if db == 0 {
+		return errors.New("sqlite: a batch with no connection open in C")
 	}
 	if gen != b.gen {
+		// A new connection: the statements of the old one are
+		// finalized (mattn/go-sqlite3 closes with sqlite3_close_v2,
+		// which keeps the old one until they are).
 		b.close()
 		b.gen = gen
 	}
@@ -236,8 +324,8 @@ func (b *batchExec) close() {
 	}
 }
 
-func cError(db *C.sqlite3, rc C.int) error {
-	return &cSQLiteError{code: int(rc), msg: C.GoString(C.sqlite3_errmsg(db))}
+func cError(db C.int64_t, rc C.int) error {
+	return &cSQLiteError{code: int(rc), msg: C.GoString(C.cpid_errmsg(db))}
 }
 
 // cSQLiteError is an error of a batch.
