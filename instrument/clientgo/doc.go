@@ -23,6 +23,11 @@
 //
 //	cfg.Wrap(clientgo.New(tracer, lookup).Wrap)
 //
+// For a controller-runtime manager, whose cache is made after its config,
+// instrument/controllerruntime (a module of its own) does both, the wrap and
+// a lookup over the manager's cache, in one line: cpidctrl.NewManager in
+// place of ctrl.NewManager.
+//
 // Controllers that copy annotations between objects must not see the trace
 // context: the deployment controller copies a Deployment's annotations onto
 // its ReplicaSets and rewrites a ReplicaSet whose annotations differ, so
