@@ -443,7 +443,7 @@ func TestGoldenTimelines(t *testing.T) {
 	t.Parallel()
 	for _, f := range []string{"basic", "instrumented", "paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "rollout-interrupted",
 		"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts", "cronjob", "metadata-policy",
-		"traced", "waits", "namespace-delete", "daemonset", "drain-pdb", "statefulset", "jobs", "bulk-apply"} {
+		"traced", "waits", "namespace-delete", "daemonset", "drain-pdb", "statefulset", "jobs", "bulk-apply", "operator", "operator-instrumented"} {
 		t.Run(f, func(t *testing.T) {
 			t.Parallel()
 			goldenTimelines(t, f)
