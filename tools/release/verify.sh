@@ -156,7 +156,7 @@ step "krew installed cpid $KREW_VERSION: $(readlink "$plugin" | sed "s#$KREW_ROO
 # it would download: both fail here.
 KREW_ROOT=$tmp/krew-wrong "$krew" install --manifest="$DIST/cpid.yaml" --archive="$DIST/cpid-tui_linux_arm64.tar.gz" </dev/null >"$tmp/krew-wrong.log" 2>&1 &&
 	fail "krew installed the linux/arm64 archive as the linux/amd64 one"
-grep -qi sha256 "$tmp/krew-wrong.log" || { cat "$tmp/krew-wrong.log" >&2; fail "krew refused the wrong archive, but not for its sha256"; }
+grep -q "checksum does not match" "$tmp/krew-wrong.log" || { cat "$tmp/krew-wrong.log" >&2; fail "krew refused the wrong archive, but not for its sha256"; }
 KREW_ROOT=$tmp/krew-download "$krew" install --manifest="$DIST/cpid.yaml" </dev/null >"$tmp/krew-download.log" 2>&1 &&
 	fail "krew installed without --archive: it reached the network"
 step "krew refuses another platform's archive (sha256 mismatch) and cannot download (no network)"
