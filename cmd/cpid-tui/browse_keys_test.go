@@ -93,7 +93,7 @@ func TestBrowseTmuxCommands(t *testing.T) {
 	s.text("history deploy/web")
 	s.waitText(":history deploy/web")
 	s.keys("Enter")
-	sc = s.waitText("history of Deployment default/web", "across changes", "patch/scale")
+	s.waitText("history of Deployment default/web", "across changes", "patch/scale")
 	s.keys("Escape")
 	s.waitText("7 changes")
 

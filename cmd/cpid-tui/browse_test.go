@@ -208,7 +208,7 @@ func TestBrowseTmux(t *testing.T) {
 	s.keys("?")
 	s.waitText("[2 Timeline]")
 	s.run("resize-window", "-x", "80", "-y", "24")
-	sc = s.wait("an 80x24 layout", func(sc string) bool {
+	s.wait("an 80x24 layout", func(sc string) bool {
 		lines := strings.Split(strings.TrimRight(sc, "\n"), "\n")
 		return len(lines) == 24 && strings.HasSuffix(strings.TrimRight(lines[0], " "), "? help") &&
 			utf8.RuneCountInString(strings.TrimRight(lines[0], " ")) <= 80 && strings.Contains(sc, "[2 Timeline]")
