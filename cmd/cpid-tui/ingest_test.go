@@ -63,9 +63,7 @@ func auditLines(t *testing.T, dir string) []string {
 				t.Fatal(err)
 			}
 		}
-		for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-			lines = append(lines, l)
-		}
+		lines = append(lines, strings.Split(strings.TrimRight(string(b), "\n"), "\n")...)
 	}
 	return lines
 }
