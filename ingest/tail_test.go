@@ -44,9 +44,7 @@ var auditTemplates = sync.OnceValues(func() ([][]byte, error) {
 				return nil, err
 			}
 		}
-		for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-			out = append(out, l)
-		}
+		out = append(out, bytes.Split(bytes.TrimSpace(b), []byte("\n"))...)
 	}
 	return out, nil
 })
@@ -434,10 +432,7 @@ func TestTailRotation(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var abs []string
-			for _, f := range c.follow {
-				abs = append(abs, f)
-			}
+			abs := append([]string(nil), c.follow...)
 			h := newHarness(t, abs...)
 			c.run(h)
 			if h.cancel != nil {
