@@ -379,7 +379,7 @@ func (w *Walker) readTar(ctx context.Context, name string, r io.Reader, fn func(
 		}
 		member := name + "!" + cleanMember(h.Name)
 		switch h.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // tar.Reader reports the old TypeRegA as TypeReg
 		case tar.TypeDir, tar.TypeXGlobalHeader:
 			continue
 		case tar.TypeSymlink, tar.TypeLink:
