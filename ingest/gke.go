@@ -44,6 +44,7 @@ func gkeEvent(d *doc) ([]byte, error) {
 		return string(s)
 	}
 	if svc := str(memberOf(b, pp, "serviceName")); svc != "k8s.io" {
+		//lint:ignore ST1005 Cloud Audit Logs is the name of a Google Cloud product
 		return nil, fmt.Errorf("Cloud Audit Logs entry of service %q, not a Kubernetes API request", svc)
 	}
 	method := str(memberOf(b, pp, "methodName"))
