@@ -13,6 +13,9 @@ type ObjectKey struct {
 	Cluster string
 }
 
+// String is the key as resource[.group]/namespace/name, or
+// resource[.group]/name for a cluster-scoped object; it leaves out the
+// cluster.
 func (k ObjectKey) String() string {
 	r := k.Resource
 	if k.Group != "" {
