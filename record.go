@@ -92,6 +92,7 @@ type Pos struct {
 	Line int
 }
 
+// String is the position as FILE:LINE.
 func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
 
 // Audit is an audit event and where it was read.
@@ -182,6 +183,8 @@ type Checkpoint struct {
 	NewestNS int64
 }
 
+// String is the checkpoint for people: the followed source, the file's
+// name, and how many of its lines and bytes are stored.
 func (c Checkpoint) String() string {
 	return fmt.Sprintf("%s: %s line %d (byte %d)", c.Source, c.File, c.Line, c.Offset)
 }
