@@ -69,9 +69,9 @@ var builtinResources = []resourceInfo{
 type Scope int
 
 const (
-	ScopeUnknown Scope = iota // not a built-in resource: either
-	ScopeNamespaced
-	ScopeCluster
+	ScopeUnknown    Scope = iota // not a built-in resource: either
+	ScopeNamespaced              // the objects are in a namespace
+	ScopeCluster                 // the objects are cluster-scoped
 )
 
 // TypeRef is the TYPE of a kubectl-style reference TYPE/NAME, resolved as
@@ -179,6 +179,8 @@ func ParseRef(args []string) (ObjectRef, error) {
 	return ObjectRef{TypeRef: t, Name: name}, nil
 }
 
+// String is the reference as Kind.group/NAME, or Kind/NAME for the core
+// group and for a type whose group is not known (AnyGroup).
 func (r ObjectRef) String() string {
 	if r.AnyGroup || r.Group == "" {
 		return r.Kind + "/" + r.Name
