@@ -22,7 +22,12 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-fail() { echo "verify-release: FAIL: $*" >&2; exit 1; }
+reused=
+fail() {
+	echo "verify-release: FAIL: $*" >&2
+	[[ -z $reused ]] || echo "verify-release: (dist/ was reused: make release-snapshot builds it anew)" >&2
+	exit 1
+}
 step() { echo "verify-release: $*"; }
 
 . tools/release/settings.sh
@@ -33,6 +38,7 @@ trap 'rm -rf "$tmp"' EXIT
 # 1. The snapshot.
 if [[ -f $DIST/SOURCE ]] && [[ $(cat "$DIST/SOURCE") == "$(source_id)" ]]; then
 	step "$DIST/ is the snapshot of this tree ($VERSION): reused"
+	reused=1
 else
 	step "building the snapshot"
 	tools/release/snapshot.sh || fail "tools/release/snapshot.sh failed"
