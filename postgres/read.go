@@ -198,7 +198,7 @@ func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow
 		return nil, nil
 	}
 	rows, err := db.Query(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c."user", e.user_agent, c.verb,
-		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN b.response_object::json ->> 'kind' END, ''), c.api_group, c.resource,
+		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN NULLIF(b.response_object::json ->> 'kind', 'Status') END, ''), c.api_group, c.resource,
 		c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id = ANY($1) ORDER BY c.started_ns DESC, c.id COLLATE "C"`, ids)

@@ -169,7 +169,7 @@ func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRo
 		return nil, nil
 	}
 	rows, err := db.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
-		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN b.response_object ->> '$.kind' END, ''), c.api_group, c.resource, c.subresource,
+		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN NULLIF(b.response_object ->> '$.kind', 'Status') END, ''), c.api_group, c.resource, c.subresource,
 		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
 		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
 		WHERE c.id IN `+inJSON+` ORDER BY c.started_ns DESC, c.id`, jsonList(ids))
