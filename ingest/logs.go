@@ -18,7 +18,8 @@ import (
 //     kube-scheduler): "ts" in Unix milliseconds, "caller", "msg", "v" on
 //     info lines and no "v" on error lines, which may carry "err";
 //   - zap through logr, as controller-runtime writes it: "level", "ts" in
-//     Unix seconds or as text, "logger", "msg";
+//     Unix seconds or as text, "logger" (a reconciler's lines have none, and
+//     name their controller in "controller"), "msg";
 //   - log/slog's JSONHandler: "time", "level", "msg", "source".
 //
 // A numeric time is read as seconds, milliseconds, microseconds or
@@ -51,11 +52,12 @@ const (
 	lCaller
 	lSource
 	lCPID
+	lController
 	nLogKeys
 )
 
 var logKeys = [nLogKeys]string{"ts", "time", "timestamp", "msg", "message", "level", "v",
-	"logger", "component", "caller", "source", "cpid"}
+	"logger", "component", "caller", "source", "cpid", "controller"}
 
 func (d *doc) log() (cpid.LogRecord, error) {
 	var r cpid.LogRecord
@@ -135,6 +137,10 @@ func (d *doc) log() (cpid.LogRecord, error) {
 				t.add(&r.Component, b, m.Val())
 			}
 		}
+	case firstString(b, v[lController]).OK():
+		// controller-runtime's reconcilers log with no logger name and
+		// the controller's name in "controller".
+		t.add(&r.Component, b, v[lController])
 	}
 	t.done()
 	r.Fields = b
