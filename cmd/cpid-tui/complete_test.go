@@ -77,7 +77,16 @@ source <(cpid-tui completion bash)
 	s.text("cpid-tui query timeline " + ids[2][:4])
 	s.keys("Tab")
 	s.text("X")
-	sc = s.waitText(ids[2][:4], "X")
+	// The line itself must end with the X: the previous step's X may
+	// still be on the screen before "clear" has run.
+	sc = s.wait("the timeline line to end with X", func(sc string) bool {
+		for _, l := range strings.Split(sc, "\n") {
+			if l = strings.TrimSpace(l); strings.Contains(l, "query timeline "+ids[2][:4]) && strings.HasSuffix(l, "X") {
+				return true
+			}
+		}
+		return false
+	})
 	if want := "timeline " + ids[2] + " X"; !strings.Contains(sc, want) {
 		t.Errorf("query timeline %s<TAB> from $CPID_DB: want %q on the line:\n%s", ids[2][:4], want, sc)
 	}
