@@ -263,6 +263,10 @@ type Engine struct {
 	// every window with nothing in the logs to say why, and names the
 	// longest (the run's data warning).
 	Unexplained UnexplainedHops
+	// BadOwnerRefs counts the writes whose owner references were not
+	// valid JSON (the owner rule could not use them), and names the first
+	// (the run's data warning; set by Run once its scan ends).
+	BadOwnerRefs BadInput
 
 	// Derived accumulates what Process emits until Drain takes it.
 	cpid.Derived
@@ -785,6 +789,12 @@ func (en *Engine) number(o *Object, e *Event, w *cpid.Write) {
 		}
 		en.Relabel[o.Key] = true
 	}
+}
+
+// BadInput counts inputs a run could not read whole, and names the first.
+type BadInput struct {
+	N     int
+	First string
 }
 
 // OrderRevisions orders the n writes of one object: by resourceVersion (the

@@ -273,6 +273,10 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 			"the logs to say why; each stays in its cause's change, its hop marked unexplained (the longest: %s, %s; "+
 			"query timeline shows them, --window widens a band)", u.N, u.Longest.Round(time.Millisecond), u.What))
 	}
+	if b := en.BadOwnerRefs; b.N > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d write(s) carry owner references that are not valid JSON; "+
+			"the owner rule did without them (the first: %s)", b.N, b.First))
+	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -296,6 +300,7 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 	cutoff int64, stepRows int, save func(context.Context, cpid.Derived) error) ([]byte, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan []*Event, 4)
+	var badOwners BadInput // the scan's, read once it ended
 	g.Go(func() error {
 		defer close(batches)
 		var b []*Event
@@ -321,7 +326,11 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 				fam = family(w.File)
 				families[w.File] = fam
 			}
-			fromStore(ev, w, fam)
+			if err := fromStore(ev, w, fam); err != nil {
+				if badOwners.N++; badOwners.N == 1 {
+					badOwners.First = fmt.Sprintf("event %d, %s %s %s/%s: %v", w.ID, w.Verb, w.Resource, w.Namespace, w.Name, err)
+				}
+			}
 			if b == nil {
 				b = make([]*Event, 0, 256)
 			}
@@ -402,22 +411,29 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 		}
 		return nil
 	})
-	return snapshot, g.Wait()
+	err := g.Wait()
+	en.BadOwnerRefs = badOwners
+	return snapshot, err
 }
 
-// fromStore fills ev from a stored write.
-func fromStore(ev *Event, w *cpid.WriteEvent, family string) {
+// fromStore fills ev from a stored write. Owner references that are not
+// valid JSON are left out, and said (the owner rule cannot use them).
+func fromStore(ev *Event, w *cpid.WriteEvent, family string) error {
 	*ev = Event{ID: w.ID, AuditID: w.AuditID, Verb: w.Verb, APIGroup: w.APIGroup, Resource: w.Resource,
 		Subresource: w.Subresource, Namespace: w.Namespace, Name: w.Name, UID: w.UID,
 		ResourceVersion: w.ResourceVersion, Username: w.Username, UserAgent: w.UserAgent, Code: w.Code,
 		ReceivedNS: w.ReceivedNS, StageNS: w.StageNS, CPID: w.CPID, Ancestors: w.Ancestors, Traceparent: w.Traceparent,
 		Request: w.Request, Latency: w.Latency, Source: family}
-	if len(w.OwnerRefs) > 0 {
-		json.Unmarshal(w.OwnerRefs, &ev.OwnerRefs)
-	}
 	if cpid.IsObjectBody(w.Subresource, w.Response) {
 		ev.Object = w.Response
 	}
+	if len(w.OwnerRefs) > 0 {
+		if err := json.Unmarshal(w.OwnerRefs, &ev.OwnerRefs); err != nil {
+			ev.OwnerRefs = nil
+			return fmt.Errorf("owner references: %w", err)
+		}
+	}
+	return nil
 }
 
 // blind says what inference cannot see, per resource the rules read, when

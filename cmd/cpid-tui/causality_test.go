@@ -637,3 +637,37 @@ func TestNodeStoryDetails(t *testing.T) {
 		t.Errorf("an eviction: %q", toleration)
 	}
 }
+
+// TestBadOwnerRefsWarned: a write whose stored owner references are not
+// valid JSON (a database edited by hand, or written by a bug) loses the
+// owner rule for that write, and reconstruct says so with the count and
+// the first such write, instead of going on in silence.
+func TestBadOwnerRefsWarned(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "cpid.db")
+	if code, out, e := runCmd(t, nil, "ingest", "--db", db, "../../fixtures/basic/bundle"); code != 0 {
+		t.Fatalf("ingest: %d\n%s%s", code, out, e)
+	}
+	sdb, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	var id int64
+	if err := sdb.QueryRow(`SELECT id FROM audit_events WHERE owner_refs IS NOT NULL AND resource = 'pods'
+		AND verb = 'create' AND stage = 'ResponseComplete' ORDER BY id LIMIT 1`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec(`UPDATE audit_events SET owner_refs = '[{"uid": ' WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	code, out, e := runCmd(t, nil, "reconstruct", "--db", db)
+	if code != 0 {
+		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
+	}
+	want := fmt.Sprintf("warning: 1 write(s) carry owner references that are not valid JSON; the owner rule did without them (the first: event %d, create pods ", id)
+	if !strings.Contains(out, want) {
+		t.Errorf("reconstruct did not say it, want %q in:\n%s%s", want, out, e)
+	}
+}
