@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -311,9 +312,24 @@ func TestContractRead(t *testing.T) {
 					t.Errorf("changes by the id %s: %v", mid.ID, got)
 				}
 			}
+			// All timelines in one read equal each one read alone, and an
+			// unknown id is left out.
+			var ids []string
+			for _, c := range changes {
+				ids = append(ids, c.ID)
+			}
+			all := read("timelines", func(r cpid.ChangeReader) (any, error) {
+				return r.Timelines(ctx, append(slices.Clone(ids), "nope"))
+			}).(map[string][]cpid.TimelineEntry)
+			if len(all) != len(ids) {
+				t.Errorf("timelines of %d changes and an unknown one: %d", len(ids), len(all))
+			}
 			for _, c := range changes {
 				id := c.ID
 				tl := read("timeline "+id, func(r cpid.ChangeReader) (any, error) { return r.Timeline(ctx, id) }).([]cpid.TimelineEntry)
+				if !reflect.DeepEqual(all[id], tl) {
+					t.Errorf("timeline %s read with the others differs from it read alone", id)
+				}
 				read("graph "+id, func(r cpid.ChangeReader) (any, error) { return r.ChangeGraph(ctx, id) })
 				read("logs "+id, func(r cpid.ChangeReader) (any, error) { return r.ChangeLogs(ctx, id, 50) })
 				read("spans "+id, func(r cpid.ChangeReader) (any, error) { return r.Spans(ctx, id) })

@@ -313,7 +313,12 @@ type ChangeReader interface {
 	// reconstruct gave them (seq), each with its change and cause, and
 	// whether earlier ones were left out by the limit.
 	ObjectHistory(ctx context.Context, q HistoryQuery) ([]ObjectWrite, bool, error)
+	// Timeline returns every write of a change in apiserver order, the
+	// critical path marked; an unknown change is an error.
 	Timeline(ctx context.Context, change string) ([]TimelineEntry, error)
+	// Timelines returns the timelines of these changes in one read, by
+	// change id, as Timeline would; unknown ids are left out.
+	Timelines(ctx context.Context, changes []string) (map[string][]TimelineEntry, error)
 	// Related returns every CPID that descends from cpid, itself included;
 	// Origins every CPID it descends from.
 	Related(ctx context.Context, cpid string) ([]string, error)

@@ -17,7 +17,18 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 	if n == 0 {
 		return nil, fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
+	ts, err := s.Timelines(ctx, []string{change})
+	return ts[change], err
+}
+
+// Timelines returns the timelines of these changes in one query
+// (cpid.ChangeReader); unknown ids are left out.
+func (s *Store) Timelines(ctx context.Context, changes []string) (map[string][]cpid.TimelineEntry, error) {
+	out := map[string][]cpid.TimelineEntry{}
+	if len(changes) == 0 {
+		return out, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT r.change_id, r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
 		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400 AND r.resource NOT IN (`+cpid.BuiltinResourcesSQL+`)
 		              THEN NULLIF(b.response_object ->> '$.kind', 'Status') END, ''),
 		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt, COALESCE(r.cpid, ''),
@@ -27,26 +38,28 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		LEFT JOIN audit_bodies b ON b.event_id = r.event_id
 		LEFT JOIN audit_events c ON c.id = r.cause_event_id
-		WHERE r.change_id = ? ORDER BY e.stage_ns, r.event_id`, change)
+		WHERE r.change_id IN `+inJSON+` ORDER BY r.change_id, e.stage_ns, r.event_id`, jsonList(changes))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []cpid.TimelineEntry
 	for rows.Next() {
+		var id string
 		var t cpid.TimelineEntry
-		if err := rows.Scan(&t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
+		if err := rows.Scan(&id, &t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
 			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS,
 			&t.Explain, &t.ExplainDetail, &t.Confidence); err != nil {
 			return nil, err
 		}
 		t.Kind = cpid.KindOf(t.Kind, t.Resource)
-		out = append(out, t)
+		out[id] = append(out[id], t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	cpid.MarkCritical(out)
+	for _, ts := range out {
+		cpid.MarkCritical(ts)
+	}
 	return out, nil
 }
 

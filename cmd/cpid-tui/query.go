@@ -235,15 +235,18 @@ func (q queryRun) changes(ctx context.Context, cq cpid.ChangeQuery) error {
 	}
 	// JSON, YAML and CSV add where each change's time went: its critical
 	// path's hops by reason and by writer.
+	// One read for all of them (not one per change).
 	full := make([]changeJSON, len(cs))
+	var tls map[string][]cpid.TimelineEntry
+	if q.format == "json" || q.format == "yaml" || q.format == "csv" {
+		if tls, err = q.st.Timelines(ctx, ids); err != nil {
+			return err
+		}
+	}
 	for i, c := range cs {
 		full[i].ChangeRow = c
-		if q.format == "json" || q.format == "yaml" || q.format == "csv" {
-			ts, err := q.st.Timeline(ctx, c.ID)
-			if err != nil {
-				return err
-			}
-			full[i].TimeByReason, full[i].TimeByWriter = cpid.TimeByReason(ts)
+		if tls != nil {
+			full[i].TimeByReason, full[i].TimeByWriter = cpid.TimeByReason(tls[c.ID])
 		}
 	}
 	l.data = full

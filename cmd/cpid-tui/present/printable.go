@@ -243,6 +243,10 @@ func (p printableReader) Timeline(ctx context.Context, change string) ([]cpid.Ti
 	return printed(p.st.Timeline(ctx, change))
 }
 
+func (p printableReader) Timelines(ctx context.Context, changes []string) (map[string][]cpid.TimelineEntry, error) {
+	return printed(p.st.Timelines(ctx, changes))
+}
+
 func (p printableReader) Related(ctx context.Context, id string) ([]string, error) {
 	return printed(p.st.Related(ctx, id))
 }
