@@ -420,6 +420,40 @@ func TimeByReason(ts []TimelineEntry) (byReason, byWriter map[string]int64) {
 	return byReason, byWriter
 }
 
+// TimelineColumns is what an engine's timeline query selects, in the order
+// TimelineSet.Scan reads it: the change's id, then the columns of a
+// TimelineEntry from EventID to Confidence (Kind as the stored response's
+// kind, "" when it has none).
+const TimelineColumns = "change_id, event_id, ns, received_ns, writer, verb, kind, api_group, resource, namespace, " +
+	"name, subresource, code, attempt, cpid, origin, rule, cause_event_id, cause_ns, hop_ns, explain, explain_detail, confidence"
+
+// TimelineSet gathers the rows of an engine's timeline query, by change
+// (ChangeReader.Timelines): the engines hold the SQL, the set what is done
+// with a row.
+type TimelineSet map[string][]TimelineEntry
+
+// Scan reads one row of TimelineColumns with scan (a driver's Scan).
+func (s TimelineSet) Scan(scan func(dest ...any) error) error {
+	var id string
+	var t TimelineEntry
+	if err := scan(&id, &t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
+		&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS,
+		&t.Explain, &t.ExplainDetail, &t.Confidence); err != nil {
+		return err
+	}
+	t.Kind = KindOf(t.Kind, t.Resource)
+	s[id] = append(s[id], t)
+	return nil
+}
+
+// Done marks each change's critical path and returns the timelines.
+func (s TimelineSet) Done() map[string][]TimelineEntry {
+	for _, ts := range s {
+		MarkCritical(ts)
+	}
+	return s
+}
+
 // MarkCritical marks the critical path of a change's timeline (its writes
 // in apiserver order): the chain of causes back from the last successful
 // write.

@@ -22,9 +22,10 @@ func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEnt
 }
 
 // Timelines returns the timelines of these changes in one query
-// (cpid.ChangeReader); unknown ids are left out.
+// (cpid.ChangeReader; the columns of cpid.TimelineColumns); unknown ids
+// are left out.
 func (s *Store) Timelines(ctx context.Context, changes []string) (map[string][]cpid.TimelineEntry, error) {
-	out := map[string][]cpid.TimelineEntry{}
+	out := cpid.TimelineSet{}
 	if len(changes) == 0 {
 		return out, nil
 	}
@@ -44,23 +45,14 @@ func (s *Store) Timelines(ctx context.Context, changes []string) (map[string][]c
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id string
-		var t cpid.TimelineEntry
-		if err := rows.Scan(&id, &t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,
-			&t.Name, &t.Subresource, &t.Code, &t.Attempt, &t.CPID, &t.Origin, &t.Rule, &t.CauseID, &t.CauseNS, &t.HopNS,
-			&t.Explain, &t.ExplainDetail, &t.Confidence); err != nil {
+		if err := out.Scan(rows.Scan); err != nil {
 			return nil, err
 		}
-		t.Kind = cpid.KindOf(t.Kind, t.Resource)
-		out[id] = append(out[id], t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for _, ts := range out {
-		cpid.MarkCritical(ts)
-	}
-	return out, nil
+	return out.Done(), nil
 }
 
 // Related returns the CPID and every CPID that descends from it in the merge
