@@ -148,15 +148,14 @@ func (sv *deriveTx) begin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A page cache of deriveCacheKiB, and sorts (the indexes a bulk run
-	// builds again) on file: reconstruct appends, and the ingest's cache
-	// of the writer (writerCacheKiB) would only hold what it wrote.
-	for _, q := range deriveSettings {
-		if _, err := conn.ExecContext(bg, q); err != nil {
-			restore(bg, conn)
-			conn.Close()
-			return err
-		}
+	// The lean settings: reconstruct appends and sorts (the indexes a
+	// bulk run builds again), and the ingest's cache of the writer would
+	// only hold what it wrote (peak RSS of a full reconstruct of 1M
+	// synthetic events: 690 MB with it, 485 MB with the lean one).
+	if err := apply(bg, conn, append([]string{`PRAGMA foreign_keys = OFF`}, leanSettings...)...); err != nil {
+		restore(bg, conn)
+		conn.Close()
+		return err
 	}
 	tx, err := conn.BeginTx(bg, nil)
 	if err != nil {
@@ -229,29 +228,9 @@ func (sv *deriveTx) commit() error {
 	return errors.Join(err, sv.release())
 }
 
-// deriveCacheKiB is the writer's page cache while reconstruct holds it.
-// Measured on 1M synthetic events (peak RSS of a full reconstruct): 690 MB
-// with the writer's 128 MiB, 438 MB with 512 KiB.
-const deriveCacheKiB = 16 << 10
-
-// deriveSettings are the writer's settings while reconstruct holds it, and
-// writerSettings those it gets back (restore).
-var (
-	deriveSettings = []string{`PRAGMA foreign_keys = OFF`, `PRAGMA temp_store = FILE`,
-		fmt.Sprintf(`PRAGMA cache_size = -%d`, deriveCacheKiB)}
-	writerSettings = []string{`PRAGMA foreign_keys = ON`, `PRAGMA temp_store = MEMORY`,
-		fmt.Sprintf(`PRAGMA cache_size = -%d`, writerCacheKiB)}
-)
-
-// restore gives conn the writer's settings back.
+// restore gives conn the writer's settings back, foreign keys on.
 func restore(ctx context.Context, conn *sql.Conn) error {
-	var err error
-	for _, q := range writerSettings {
-		if _, e := conn.ExecContext(ctx, q); e != nil {
-			err = errors.Join(err, fmt.Errorf("%s: %w", q, e))
-		}
-	}
-	return err
+	return apply(ctx, conn, append([]string{`PRAGMA foreign_keys = ON`}, writerSettings...)...)
 }
 
 // release gives the writer connection back with its settings.

@@ -258,6 +258,32 @@ func oneConn(db *sql.DB) *sql.DB {
 // writerCacheKiB is the writer's page cache (dsn).
 const writerCacheKiB = 128 << 10
 
+// leanCacheKiB is the writer's page cache while it sorts and appends
+// rather than looks up (a migration, a reconstruct run): 16 MiB.
+const leanCacheKiB = 16 << 10
+
+// leanSettings are the writer's settings for such work: a small page cache
+// and sorts on file (each sort takes as much as the cache); writerSettings
+// give it its own back (dsn).
+var (
+	leanSettings   = []string{`PRAGMA temp_store = FILE`, fmt.Sprintf(`PRAGMA cache_size = -%d`, leanCacheKiB)}
+	writerSettings = []string{`PRAGMA temp_store = MEMORY`, fmt.Sprintf(`PRAGMA cache_size = -%d`, writerCacheKiB)}
+)
+
+// apply runs settings on db (a connection or the one-connection writer),
+// all of them, and joins their errors.
+func apply(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, settings ...string) error {
+	var err error
+	for _, q := range settings {
+		if _, e := db.ExecContext(ctx, q); e != nil {
+			err = errors.Join(err, fmt.Errorf("%s: %w", q, e))
+		}
+	}
+	return err
+}
+
 // dsn builds a file: URI so that the driver applies every option; a plain
 // path with a query string would be taken as part of the file name.
 func dsn(path string, readOnly bool) string {
@@ -354,16 +380,10 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		// v10 peaked at 531 MiB with the writer's settings, 415 MiB with
 		// sorts on file, 142 MiB with the smaller cache too (and 12.4 s
 		// instead of 14).
-		for _, q := range []string{`PRAGMA temp_store = FILE`, `PRAGMA cache_size = -16384`} {
-			if _, err := s.w.ExecContext(ctx, q); err != nil {
-				return err
-			}
+		if err := apply(ctx, s.w, leanSettings...); err != nil {
+			return err
 		}
-		defer func() {
-			ctx := context.WithoutCancel(ctx)
-			s.w.ExecContext(ctx, `PRAGMA temp_store = MEMORY`)
-			s.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = -%d`, writerCacheKiB))
-		}()
+		defer apply(context.WithoutCancel(ctx), s.w, writerSettings...)
 	}
 	for _, m := range ms {
 		if applied[m.Version] || m.Version > upTo {

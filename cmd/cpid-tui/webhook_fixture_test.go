@@ -235,30 +235,15 @@ func TestWebhookFixtureMatchesFile(t *testing.T) {
 	}
 }
 
-// queryRows returns the rows of a query, each as one string, sorted.
+// queryRows returns the rows of a query, each as one string (dump's),
+// sorted.
 func queryRows(t *testing.T, path, query string) []string {
 	t.Helper()
 	rows, err := openDB(t, path).Query(query)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
-	for rows.Next() {
-		v := make([]any, len(cols))
-		p := make([]any, len(cols))
-		for i := range v {
-			p[i] = &v[i]
-		}
-		if err := rows.Scan(p...); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, fmt.Sprint(v...))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	out := strings.Split(strings.TrimSuffix(dump(t, rows), "\n"), "\n")
 	slices.Sort(out)
 	return out
 }
