@@ -6,7 +6,7 @@ DEMO_DB ?= $(CURDIR)/demo.db
 SCENARIO ?= basic
 FUZZTIME ?= 30s
 
-.PHONY: build install docs test demo record experiments bench fuzz fuzz-brief vet lint cross clean verify-report \
+.PHONY: build install docs test demo record experiments bench bench-10m fuzz fuzz-brief vet lint cross clean verify-report \
 	verify-export release-snapshot verify-release image verify-deploy verify-webhook-kill
 
 build:
@@ -148,6 +148,12 @@ experiments:
 # Benchmarks; writes docs/BENCHMARKS.md.
 bench: build
 	fixtures/bench.sh
+
+# Ten million synthetic events (about 20 GB decoded, several GB on disk):
+# ingest, reconstruct, the queries and the TUI keys on SQLite and
+# PostgreSQL; writes docs/BENCHMARKS-10M.md. Not part of make bench.
+bench-10m: build
+	fixtures/bench10m.sh
 
 # Run every fuzz target for FUZZTIME each.
 fuzz:
