@@ -24,27 +24,27 @@ import (
 func (en *Engine) anomalies(o *Object, e *Event) {
 	if rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64); err == nil && e.Verb != "delete" {
 		switch {
-		case rv < o.lastRV && e.Source != o.lastSource:
+		case rv < o.LastRV && e.Source != o.LastSource:
 			// Writes reach the object in etcd order; if their apiserver
 			// times say otherwise and they come from two logs, the
 			// apiservers' clocks disagree.
 			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "clock-skew", EventID: e.ID, Key: o.Key,
 				Detail: fmt.Sprintf("resourceVersion %d from %s is earlier than %d from %s, but its time is later",
-					rv, e.Source, o.lastRV, o.lastSource)})
-		case rv < o.lastRV:
+					rv, e.Source, o.LastRV, o.LastSource)})
+		case rv < o.LastRV:
 			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "rv-backwards", EventID: e.ID, Key: o.Key,
-				Detail: fmt.Sprintf("resourceVersion %d after %d", rv, o.lastRV)})
+				Detail: fmt.Sprintf("resourceVersion %d after %d", rv, o.LastRV)})
 		default:
-			o.lastRV, o.lastSource = rv, e.Source
+			o.LastRV, o.LastSource = rv, e.Source
 		}
 	}
 	if e.hashRequest(); e.hasReq && e.Verb != "delete" {
 		h := e.reqHash
-		if h == o.lastReq {
+		if h == o.LastReq {
 			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "repeated-write", EventID: e.ID, Key: o.Key,
 				Detail: "same request as the previous write by " + e.Writer().Name})
 		}
-		o.lastReq = h
+		o.LastReq = h
 	}
 	if o.Key.Resource == "pods" || o.Key.Resource == "nodes" {
 		en.transitions(o, e)
@@ -61,17 +61,17 @@ func (en *Engine) transitions(o *Object, e *Event) {
 		if err != nil {
 			continue
 		}
-		if o.conds == nil {
-			o.conds = map[string]int64{}
+		if o.Conds == nil {
+			o.Conds = map[string]int64{}
 		}
-		prev, ok := o.conds[c.Type]
+		prev, ok := o.Conds[c.Type]
 		if ok && t.UnixNano() < prev {
 			en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "transition-backwards", EventID: e.ID, Key: o.Key,
 				Detail: fmt.Sprintf("condition %s lastTransitionTime %s before %s", c.Type,
 					t.UTC().Format(time.RFC3339), time.Unix(0, prev).UTC().Format(time.RFC3339))})
 		}
 		if !ok || t.UnixNano() > prev {
-			o.conds[c.Type] = t.UnixNano()
+			o.Conds[c.Type] = t.UnixNano()
 		}
 	}
 }

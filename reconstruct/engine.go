@@ -13,74 +13,87 @@ import (
 )
 
 // Object is what the engine knows of one object: its identity, the fields
-// the rules read, and its latest writes.
+// the rules read, and its latest writes. It is saved as it is, one JSON
+// line per object (MarshalState): every exported field is saved, under
+// the names of state version 12; the unexported ones are caches.
 type Object struct {
-	Key       cpid.ObjectKey
-	UID       string
-	OwnerRefs []cpid.OwnerRef
-	NodeName  string // Pods: spec.nodeName
+	Key       cpid.ObjectKey  `json:"Key"`
+	UID       string          `json:"UID,omitempty"`
+	OwnerRefs []cpid.OwnerRef `json:"OwnerRefs,omitempty"`
+	NodeName  string          `json:"NodeName,omitempty"` // Pods: spec.nodeName
 	// ServiceName, Targets and PrevTargets are for EndpointSlices and
 	// Endpoints: the Service and the Pods listed now and before the write.
-	ServiceName string
-	Targets     []cpid.ObjectKey
-	PrevTargets []cpid.ObjectKey
+	ServiceName string           `json:"ServiceName,omitempty"`
+	Targets     []cpid.ObjectKey `json:"Targets,omitempty"`
+	PrevTargets []cpid.ObjectKey `json:"PrevTargets,omitempty"`
 
-	// last and prev are the two latest successful writes, so that a write
+	// Last and Prev are the two latest successful writes, so that a write
 	// received while another to the same object was in flight finds the one
-	// it could have observed. specLast and specPrev are the same among the
+	// it could have observed. SpecLast and SpecPrev are the same among the
 	// writes that may have changed the spec (specChanged): what an owner's
 	// controller creates or deletes dependents for.
-	last, prev         *Ref
-	specLast, specPrev *Ref
-	specHash           [20]byte // of the spec the latest update or create sent
-	hasSpec            bool
-	// minReady and deadline are the spec's minReadySeconds and
+	Last     *Ref `json:"Last,omitempty"`
+	Prev     *Ref `json:"Prev,omitempty"`
+	SpecLast *Ref `json:"SpecLast,omitempty"`
+	SpecPrev *Ref `json:"SpecPrev,omitempty"`
+	// SpecHash is the hash of the spec the latest update or create sent,
+	// nil when it is not known.
+	SpecHash *[20]byte `json:"SpecHash,omitempty"`
+	// MinReady and Deadline are the spec's minReadySeconds and
 	// progressDeadlineSeconds, as the latest create or update sent them.
-	minReady, deadline time.Duration
-	// unschedNS is when the scheduler marked this Pod Unschedulable (0:
-	// it is not), unsched its message.
-	unschedNS  int64
-	unsched    string
-	lastRV     int64
-	lastSource string   // the log of the write that stored lastRV
-	lastReq    [20]byte // hash of the latest request body, to spot repeats
-	conds      map[string]int64
+	MinReady time.Duration `json:"MinReady,omitempty"`
+	Deadline time.Duration `json:"Deadline,omitempty"`
+	// UnschedNS is when the scheduler marked this Pod Unschedulable (0:
+	// it is not), Unsched its message.
+	UnschedNS int64  `json:"UnschedNS,omitempty"`
+	Unsched   string `json:"Unsched,omitempty"`
+	// LastRV is the highest resourceVersion a write stored, LastSource the
+	// log of that write, LastReq the hash of the latest request body (to
+	// spot repeats) and Conds each status condition's latest
+	// lastTransitionTime: what the anomaly checks compare with.
+	LastRV     int64            `json:"LastRV,omitempty"`
+	LastSource string           `json:"LastSource,omitempty"`
+	LastReq    [20]byte         `json:"LastReq,omitempty"`
+	Conds      map[string]int64 `json:"Conds,omitempty"`
 
-	// revs numbers the object's writes (revisions and attempts) as they
-	// come; byTime is set once one resourceVersion does not parse; maxRV
-	// and maxTime are the greatest ordering keys so far (see number).
-	revs    int
-	byTime  bool
-	maxRV   ordKey
-	maxTime ordKey
-	// unordered: the writes' places may differ from their arrival order
+	// Revs numbers the object's writes (revisions and attempts) as they
+	// come; ByTime is set once one resourceVersion does not parse; MaxRV
+	// and MaxTime are the greatest ordering keys so far (see number).
+	Revs    int    `json:"Revs,omitempty"`
+	ByTime  bool   `json:"ByTime,omitempty"`
+	MaxRV   ordKey `json:"MaxRV"`
+	MaxTime ordKey `json:"MaxTime"`
+	// Unordered: the writes' places may differ from their arrival order
 	// (one came out of time order, or the object was reordered).
-	unordered bool
-	// failed holds, per writer, its latest failed write to the object that
-	// it has not yet followed with a successful one: the next is a retry.
-	failed map[string]failure
-	// ready is a Node's Ready condition status ("True", "False",
+	Unordered bool `json:"Unordered,omitempty"`
+	// Ready is a Node's Ready condition status ("True", "False",
 	// "Unknown") after its latest write, "" before the first.
-	ready string
-	// deleted: the latest successful write was a delete, by deletedBy.
-	deleted   bool
-	deletedBy string
-	// tolerations are a Pod's spec.tolerations as its latest write with a
-	// body sent them; tolSummary what tolerationFor makes of them, once
-	// tolDone (the saved state keeps only the summary).
-	tolerations json.RawMessage
-	tolSummary  string
-	tolDone     bool
-	// agent is a Node's latest status write by its node agent (a kubelet,
-	// KWOK): its last heartbeat the audit log shows.
-	agent *Ref
-	// marked: the node lifecycle controller wrote this Node's status and
+	Ready string `json:"Ready,omitempty"`
+	// Failed holds, per writer, its latest failed write to the object that
+	// it has not yet followed with a successful one: the next is a retry.
+	Failed map[string]failure `json:"Failed,omitempty"`
+	// Deleted: the latest successful write was a delete, by DeletedBy.
+	Deleted   bool   `json:"Deleted,omitempty"`
+	DeletedBy string `json:"DeletedBy,omitempty"`
+	// Marked: the node lifecycle controller wrote this Node's status and
 	// the audit log hides its conditions; its node agent has not written
 	// since.
-	marked bool
-	// trace and annCPID are the traceparent and the CPID annotation the
+	Marked bool `json:"Marked,omitempty"`
+	// Agent is a Node's latest status write by its node agent (a kubelet,
+	// KWOK): its last heartbeat the audit log shows.
+	Agent *Ref `json:"Agent,omitempty"`
+	// TolSummary is what tolerationFor makes of a Pod's tolerations
+	// (tolerated): the saved state keeps the summary, not the spec.
+	TolSummary string `json:"Tolerations,omitempty"`
+	// Trace and AnnCPID are the traceparent and the CPID annotation the
 	// object carried after its latest successful write.
-	trace, annCPID string
+	Trace   string `json:"Trace,omitempty"`
+	AnnCPID string `json:"AnnCPID,omitempty"`
+
+	// tolerations are a Pod's spec.tolerations as its latest write with a
+	// body sent them; TolSummary is made of them once tolDone.
+	tolerations json.RawMessage
+	tolDone     bool
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -110,9 +123,9 @@ type Ref struct {
 // tolerated is tolerationFor of the Pod's tolerations, decoded once.
 func (o *Object) tolerated() string {
 	if !o.tolDone {
-		o.tolSummary, o.tolDone = tolerationFor(o.tolerations), true
+		o.TolSummary, o.tolDone = tolerationFor(o.tolerations), true
 	}
-	return o.tolSummary
+	return o.TolSummary
 }
 
 // observed returns the latest write of o that a write received at t could
@@ -122,15 +135,15 @@ func (o *Object) tolerated() string {
 // meanwhile); so the test is that the write was received before t. Rules
 // that pick among several objects by time alone (TimedRules) take only
 // writes that had completed by t (completed).
-func (o *Object) observed(t int64) *Ref { return observed(o.last, o.prev, t) }
+func (o *Object) observed(t int64) *Ref { return observed(o.Last, o.Prev, t) }
 
 // completed is observed among the writes that had completed by t.
 func (o *Object) completed(t int64) *Ref {
 	switch {
-	case o.last != nil && o.last.StageNS <= t:
-		return o.last
-	case o.prev != nil && o.prev.StageNS <= t:
-		return o.prev
+	case o.Last != nil && o.Last.StageNS <= t:
+		return o.Last
+	case o.Prev != nil && o.Prev.StageNS <= t:
+		return o.Prev
 	}
 	return nil
 }
@@ -138,10 +151,10 @@ func (o *Object) completed(t int64) *Ref {
 // observedSpec is observed among the writes that could change the object's
 // spec; the latest write when none is known.
 func (o *Object) observedSpec(t int64) *Ref {
-	if o.specLast == nil {
+	if o.SpecLast == nil {
 		return o.observed(t)
 	}
-	return observed(o.specLast, o.specPrev, t)
+	return observed(o.SpecLast, o.SpecPrev, t)
 }
 
 // specChanged reports whether the write e may have changed o's spec, and
@@ -151,11 +164,19 @@ func (o *Object) specChanged(e *Event) bool {
 	if e.metaOnly {
 		return false
 	}
-	same := e.hasSpec && o.hasSpec && e.specHash == o.specHash
+	same := e.hasSpec && o.SpecHash != nil && e.specHash == *o.SpecHash
 	if e.Subresource == "" || e.Subresource == "scale" {
 		// A spec written without being read (a patch, a scale) is
 		// unknown until the next update sends it whole.
-		o.specHash, o.hasSpec = e.specHash, e.hasSpec
+		switch {
+		case !e.hasSpec:
+			o.SpecHash = nil
+		case o.SpecHash == nil:
+			h := e.specHash
+			o.SpecHash = &h
+		default:
+			*o.SpecHash = e.specHash
+		}
 	}
 	return !same
 }
@@ -170,24 +191,48 @@ func observed(last, prev *Ref, t int64) *Ref {
 	return nil
 }
 
-// State is the engine's view of the cluster: objects by key and by UID.
+// State is the engine's view of the cluster: objects by key and by UID,
+// and what it remembers beside them.
 type State struct {
 	objects map[cpid.ObjectKey]*Object
 	byUID   map[string]cpid.ObjectKey
-	// children holds, per owner UID, the two dependents written last (the
+	mem     memory
+}
+
+// memory is what the engine remembers beside its objects. It is saved as
+// it is (MarshalState: every field, under the names of state version 12),
+// so that a field added here is saved with nothing else to change.
+type memory struct {
+	// Children holds, per owner UID, the two dependents written last (the
 	// latest first): what an owner's controller reacts to when it writes
 	// the owner's status or replaces a dependent.
-	children map[string][2]cpid.ObjectKey
-	// latestPod holds, per namespace, the Pod written last: what a
+	Children map[string][2]cpid.ObjectKey `json:"Children,omitempty"`
+	// LatestPods holds, per namespace, the Pod written last: what a
 	// PodDisruptionBudget's status counts.
-	latestPod map[string]cpid.ObjectKey
+	LatestPods map[string]cpid.ObjectKey `json:"LatestPods,omitempty"`
+	// Epochs holds the first write of each start of a process that
+	// continued interrupted work (the root of its controller-start
+	// change), by epochKey.
+	Epochs map[string]*Ref `json:"Epochs,omitempty"`
+	// Programs holds when each program (a user agent's) wrote, and
+	// ChangeLast each change's latest write: whether a change was still
+	// going when its controller stopped (Engine.pending). A saved state
+	// leaves out the changes whose last write is older than keepChangeLast
+	// before the newest.
+	Programs   map[string]*activity `json:"Programs,omitempty"`
+	ChangeLast map[string]int64     `json:"ChangeLast,omitempty"`
+}
+
+func newMemory() memory {
+	return memory{Children: map[string][2]cpid.ObjectKey{}, LatestPods: map[string]cpid.ObjectKey{}, Epochs: map[string]*Ref{},
+		Programs: map[string]*activity{}, ChangeLast: map[string]int64{}}
 }
 
 // LatestDependents returns the dependents of the owner with that UID
 // written last, the latest first, none of them skip.
 func (s *State) LatestDependents(uid string, skip cpid.ObjectKey) []cpid.ObjectKey {
 	var out []cpid.ObjectKey
-	for _, k := range s.children[uid] {
+	for _, k := range s.mem.Children[uid] {
 		if k != (cpid.ObjectKey{}) && k != skip {
 			out = append(out, k)
 		}
@@ -198,17 +243,17 @@ func (s *State) LatestDependents(uid string, skip cpid.ObjectKey) []cpid.ObjectK
 // wrote records a successful write of o among its owners' dependents.
 func (s *State) wrote(o *Object) {
 	if o.Key.Resource == "pods" && o.Key.Group == "" && o.Key.Name != "" {
-		s.latestPod[o.Key.Namespace] = o.Key
+		s.mem.LatestPods[o.Key.Namespace] = o.Key
 	}
 	for _, r := range o.OwnerRefs {
 		if r.UID == "" {
 			continue
 		}
-		c := s.children[r.UID]
+		c := s.mem.Children[r.UID]
 		if c[0] != o.Key {
 			c[0], c[1] = o.Key, c[0]
 		}
-		s.children[r.UID] = c
+		s.mem.Children[r.UID] = c
 	}
 }
 
@@ -228,16 +273,23 @@ type Engine struct {
 	Graph *Graph
 	// recorded says, per CPID, which origins already have a mergelog for it.
 	recorded map[string]uint8
-	// Windows are the reaction windows hops are explained by (nil:
-	// DefaultWindows).
-	Windows   []Window
-	bandCache map[[3]string][]Window
+	// The tables the engine works by; nil stands for the package's
+	// (Rules, DefaultWindows, Explainers, Ignored). Set them before the
+	// first Process.
+	//
+	// Rules find the causes of a write, Windows are the reaction windows
+	// hops are explained by, Explainers say why a hop waited, in order,
+	// and Ignored are the resources (and resource/subresource) whose
+	// writes are not propagation.
+	Rules      []Rule
+	Windows    []Window
+	Explainers []Explainer
+	Ignored    map[string]bool
+	bandCache  map[[3]string][]Window
 	// IgnoreCPIDs drops the CPIDs writes carry (Options.IgnoreCPIDs).
 	IgnoreCPIDs bool
-	// Evidence reads what explains a controller's silence; epochs holds
-	// the first write of each start of a process that continued
-	// interrupted work (the root of its controller-start change), and
-	// epoch the start the write being processed opens.
+	// Evidence reads what explains a controller's silence; epoch is the
+	// start the write being processed opens (memory.Epochs).
 	Evidence  Evidence
 	Throttles Throttles // client-side throttling from the controllers' logs
 	// NodeLeases reads the writes of a Node's Lease in NodeLeaseNamespace
@@ -246,7 +298,6 @@ type Engine struct {
 	thr         throttleCache
 	evidenceErr error
 	evCache     map[string]*evCache
-	epochs      map[string]*Ref
 	epoch       string
 	// Bodies counts, per resource whose objects the rules read, the
 	// successful creates, updates and patches with the object after the
@@ -254,11 +305,6 @@ type Engine struct {
 	// truncated): what the data cannot tell.
 	Bodies map[string]*[2]int
 
-	// programs holds when each program (a user agent's) wrote, and
-	// changeLast each change's latest write: whether a change was still
-	// going when its controller stopped (pending).
-	programs   map[string]*activity
-	changeLast map[string]int64
 	// Unexplained counts the writes kept in their changes after a hop past
 	// every window with nothing in the logs to say why, and names the
 	// longest (the run's data warning).
@@ -283,14 +329,10 @@ func (en *Engine) Drain() cpid.Derived {
 // NewEngine returns an engine with an empty state and graph.
 func NewEngine() *Engine {
 	return &Engine{
-		State: State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, children: map[string][2]cpid.ObjectKey{},
-			latestPod: map[string]cpid.ObjectKey{}},
-		Graph:      NewGraph(),
-		recorded:   map[string]uint8{},
-		epochs:     map[string]*Ref{},
-		Bodies:     map[string]*[2]int{},
-		programs:   map[string]*activity{},
-		changeLast: map[string]int64{},
+		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, mem: newMemory()},
+		Graph:    NewGraph(),
+		recorded: map[string]uint8{},
+		Bodies:   map[string]*[2]int{},
 	}
 }
 
@@ -333,11 +375,29 @@ func inferredCPID(e *Event) string {
 
 var cpidSpace = uuid.MustParse("6f1b6d4e-3c2a-4f0e-9a57-2f8d0c1e5b33")
 
+// rules returns the engine's rules (Engine.Rules, else Rules).
+func (en *Engine) rules() []Rule {
+	if en.Rules != nil {
+		return en.Rules
+	}
+	return Rules
+}
+
+// ignores reports whether e writes a resource (or subresource) the engine
+// ignores (Engine.Ignored, else Ignored).
+func (en *Engine) ignores(e *Event) bool {
+	ig := en.Ignored
+	if ig == nil {
+		ig = Ignored
+	}
+	return ig[e.Resource] || e.Subresource != "" && ig[e.Resource+"/"+e.Subresource]
+}
+
 // Process reconstructs one write. Writes must come in the order the
 // apiserver received them (then ID); ignored resources and non-writes are
 // skipped.
 func (en *Engine) Process(e *Event) {
-	if !IsWrite(e.Verb) || Ignored[e.Resource] || (e.Subresource != "" && Ignored[e.Resource+"/"+e.Subresource]) {
+	if !IsWrite(e.Verb) || en.ignores(e) {
 		return
 	}
 	if en.IgnoreCPIDs {
@@ -352,48 +412,31 @@ func (en *Engine) Process(e *Event) {
 	w := cpid.Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: e.Writer(), Attempt: e.Failed()}
 	en.active(agentName(e.UserAgent), e.ReceivedNS)
 	en.number(o, e, &w)
-	wasReady := o.ready
+	wasReady := o.Ready
 	if !w.Attempt {
 		en.learn(o, e)
 	}
 
-	var causes []cause
-	var root rootOf
-	switch {
-	case w.Writer.User:
-		root = rootOf{trigger: cpid.TriggerUser}
-	case !w.Attempt && nodeTransition(o, wasReady):
-		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s Ready %s -> %s", o.Key.Name, wasReady, o.ready)}
-		en.lastHeartbeat(e, o, &w)
-	case !w.Attempt && blindNodeStatus(o, e, w.Writer.Name):
-		o.marked = true
-		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s status written by the node lifecycle controller "+
-			"(its conditions are not in the audit log: nodes audited at Metadata level)", o.Key.Name)}
-		en.lastHeartbeat(e, o, &w)
-	case !w.Attempt && o.marked && e.Subresource == "status" && nodeAgent(w.Writer.Name) && !e.HasObject():
-		o.marked = false
-		root = rootOf{trigger: cpid.TriggerNode, detail: fmt.Sprintf("Node %s status written by its node agent again after the "+
-			"node lifecycle controller marked it (its conditions are not in the audit log: nodes audited at Metadata level)", o.Key.Name)}
-	default:
-		causes = en.causes(e, o)
-		root = en.decide(e, o, &w, causes)
+	root := en.trigger(moment{at: atWrite, wasReady: wasReady}, e, o, &w)
+	if root.trigger == "" {
+		root = en.decide(e, o, &w, en.causes(e, o))
 	}
 	if root.trigger != "" {
 		w.CPIDOrigin = "root"
 		// The root's CPID is the one its writer stamped: a CPID the object
 		// carried already belongs to the change that put it there.
 		w.CPID = e.CPID
-		if w.CPID == "" || o.last != nil && (o.last.CPID == e.CPID || o.annCPID == e.CPID) {
+		if w.CPID == "" || o.Last != nil && (o.Last.CPID == e.CPID || o.AnnCPID == e.CPID) {
 			w.CPID = e.AuditID
 		}
 		w.ChangeID = w.CPID
 	}
 
 	if w.Attempt {
-		if o.failed == nil {
-			o.failed = map[string]failure{}
+		if o.Failed == nil {
+			o.Failed = map[string]failure{}
 		}
-		o.failed[w.Writer.Name] = failure{Writer: w.Writer.Name, Code: e.Code, StageNS: e.StageNS}
+		o.Failed[w.Writer.Name] = failure{Writer: w.Writer.Name, Code: e.Code, StageNS: e.StageNS}
 		en.Writes = append(en.Writes, w)
 		return
 	}
@@ -411,33 +454,33 @@ func (en *Engine) Process(e *Event) {
 	case w.ChangeID != "":
 		ref.ChangeStart = root.changeStart
 	}
-	o.prev, o.last = o.last, ref
+	o.Prev, o.Last = o.Last, ref
 	if e.hashRequest(); o.specChanged(e) {
-		o.specPrev, o.specLast = o.specLast, ref
+		o.SpecPrev, o.SpecLast = o.SpecLast, ref
 	}
 	if e.minReady > 0 || e.hasSpec {
-		o.minReady = e.minReady
+		o.MinReady = e.minReady
 	}
 	if e.deadline > 0 || e.hasSpec {
-		o.deadline = e.deadline
+		o.Deadline = e.deadline
 	}
-	o.trace, o.annCPID = e.Traceparent, e.CPID
+	o.Trace, o.AnnCPID = e.Traceparent, e.CPID
 	if w.ChangeID != "" {
-		en.changeLast[w.ChangeID] = max(en.changeLast[w.ChangeID], e.StageNS)
+		en.mem.ChangeLast[w.ChangeID] = max(en.mem.ChangeLast[w.ChangeID], e.StageNS)
 	}
-	delete(o.failed, w.Writer.Name) // retried: the failure is explained
+	delete(o.Failed, w.Writer.Name) // retried: the failure is explained
 	if en.epoch != "" {
-		en.epochs[en.epoch] = ref
+		en.mem.Epochs[en.epoch] = ref
 		en.epoch = ""
 	}
 	// An eviction deletes the Pod (gracefully, once its
 	// PodDisruptionBudget allows it): its controller replaces it.
 	if o.Key.Resource == "nodes" && o.Key.Group == "" && e.Subresource == "status" && nodeAgent(w.Writer.Name) {
-		o.agent = ref
+		o.Agent = ref
 	}
-	o.deleted, o.deletedBy = e.Verb == "delete" && e.Subresource == "" || e.Verb == "create" && e.Subresource == "eviction", ""
-	if o.deleted {
-		o.deletedBy = w.Writer.Name
+	o.Deleted, o.DeletedBy = e.Verb == "delete" && e.Subresource == "" || e.Verb == "create" && e.Subresource == "eviction", ""
+	if o.Deleted {
+		o.DeletedBy = w.Writer.Name
 	}
 	en.wrote(o)
 	en.Writes = append(en.Writes, w)
@@ -448,18 +491,18 @@ func (en *Engine) Process(e *Event) {
 // the story starts where the heartbeats stopped (Lease renewals, which
 // are not read, may have gone on a little longer).
 func (en *Engine) lastHeartbeat(e *Event, o *Object, w *cpid.Write) {
-	if w.Writer.Name != "node-controller" || o.agent == nil || o.agent.StageNS > e.ReceivedNS {
+	if w.Writer.Name != NodeController || o.Agent == nil || o.Agent.StageNS > e.ReceivedNS {
 		return
 	}
-	d := time.Duration(e.StageNS - o.agent.StageNS)
-	w.CauseEventID, w.Rule, w.HopNS = o.agent.EventID, "self", int64(d)
+	d := time.Duration(e.StageNS - o.Agent.StageNS)
+	w.CauseEventID, w.Rule, w.HopNS = o.Agent.EventID, "self", int64(d)
 	w.Explain, w.Confidence = cpid.ExplainNodeGrace, cpid.ConfidenceHeuristic
 	w.ExplainDetail = fmt.Sprintf("its node agent last wrote the Node's status %s before, at %s; %s", d.Round(time.Millisecond),
-		clockOf(o.agent.StageNS), bandDetail(Window{Explain: cpid.ExplainNodeGrace}, d))
+		clockOf(o.Agent.StageNS), bandDetail(Window{Explain: cpid.ExplainNodeGrace}, d))
 	if en.NodeLeases == nil {
 		return
 	}
-	evs, err := en.NodeLeases(o.Key.Name, o.agent.StageNS, e.ReceivedNS)
+	evs, err := en.NodeLeases(o.Key.Name, o.Agent.StageNS, e.ReceivedNS)
 	if err != nil {
 		en.evidenceErr = err
 		return
@@ -474,13 +517,15 @@ func (en *Engine) lastHeartbeat(e *Event, o *Object, w *cpid.Write) {
 		q := time.Duration(e.StageNS - renewed)
 		w.ExplainDetail = fmt.Sprintf("its Lease %s/%s was last renewed %s before, at %s, and its node agent last wrote the "+
 			"Node's status at %s; %s", NodeLeaseNamespace, o.Key.Name, q.Round(time.Millisecond), clockOf(renewed),
-			clockOf(o.agent.StageNS), bandDetail(Window{Explain: cpid.ExplainNodeGrace}, q))
+			clockOf(o.Agent.StageNS), bandDetail(Window{Explain: cpid.ExplainNodeGrace}, q))
 	}
 }
 
 type cause struct {
 	ref  *Ref
 	rule string
+	// exact: the rule is Exact (the write names the cause's object).
+	exact bool
 }
 
 // causes applies the rules: the latest write of every object w reacted to
@@ -488,20 +533,19 @@ type cause struct {
 func (en *Engine) causes(e *Event, o *Object) []cause {
 	var out []cause
 	seen := map[int64]bool{}
-	for i := range Rules {
-		for _, k := range Rules[i].Causes(e, o, &en.State) {
+	rules := en.rules()
+	for i := range rules {
+		rule := &rules[i]
+		for _, k := range rule.Causes(e, o, &en.State) {
 			c := en.objects[k]
 			if c == nil {
 				continue
 			}
 			r := c.observed(e.ReceivedNS)
-			if timedRules[Rules[i].Name] {
+			if rule.Timed {
 				r = c.completed(e.ReceivedNS)
 			}
-			if Rules[i].Name == "owner" && e.Subresource == "" && (e.Verb == "create" || e.Verb == "delete") {
-				// An owner's controller creates and deletes dependents
-				// for its spec: a label or an annotation put on the owner
-				// meanwhile (kubectl annotate) did not cause them.
+			if rule.Spec && e.Subresource == "" && (e.Verb == "create" || e.Verb == "delete") {
 				r = c.observedSpec(e.ReceivedNS)
 			}
 			// A deletecollection of the object's resource in its namespace
@@ -517,7 +561,7 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 				continue
 			}
 			seen[r.EventID] = true
-			out = append(out, cause{ref: r, rule: Rules[i].Name})
+			out = append(out, cause{ref: r, rule: rule.Name, exact: rule.Exact})
 		}
 	}
 	return out
@@ -528,15 +572,6 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 func collectionOf(k cpid.ObjectKey) cpid.ObjectKey {
 	k.Name = ""
 	return k
-}
-
-// rootOf says that a write starts a change, and why; the zero value says
-// it does not. For a write that joins a change, changeStart is when that
-// change started.
-type rootOf struct {
-	trigger     cpid.Trigger
-	detail      string
-	changeStart int64
 }
 
 // decide gives a controller's write its CPID, change and cause. The CPIDs of
@@ -550,7 +585,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 	// accepted; the cause: the latest write of that change, the one that
 	// triggered this write.
 	var best *cause
-	var why explanation
+	var why Explanation
 	var late *cause // the most recent change's cause, when no hop is accepted
 	for i := range causes {
 		c := &causes[i]
@@ -562,7 +597,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			continue
 		}
 		x := en.explain(e, o, w.Writer.Name, c.rule, hopOf(e, c.ref), c.ref.StageNS)
-		if x.explain == cpid.ExplainUnexplained || x.start != 0 && !en.pending(e, c.ref, x.start) {
+		if x.Explain == cpid.ExplainUnexplained || x.Start != 0 && !en.pending(e, c.ref, x.Start) {
 			// Past every window, or the process started again after the
 			// change had settled: what the start did is decided below.
 			if late == nil || c.ref.ChangeStart > late.ref.ChangeStart ||
@@ -583,35 +618,29 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			// The process (or a new leader) took up the change it had
 			// pending when it stopped: the start says why it waited.
 			best, why = late, rx
-		case ok && en.epochs[epochKey(e, start)] != nil:
+		case ok && en.mem.Epochs[epochKey(e, start)] != nil:
 			// The process started again and took up interrupted work:
 			// the write joins the change of that start.
-			best = &cause{ref: en.epochs[epochKey(e, start)], rule: RuleRestart}
-			if why = en.explain(e, o, w.Writer.Name, best.rule, hopOf(e, best.ref), best.ref.StageNS); why.explain == cpid.ExplainUnexplained {
+			best = &cause{ref: en.mem.Epochs[epochKey(e, start)], rule: RuleRestart}
+			if why = en.explain(e, o, w.Writer.Name, best.rule, hopOf(e, best.ref), best.ref.StageNS); why.Explain == cpid.ExplainUnexplained {
 				why = rx
 			}
 		case ok:
-			// Its first such write starts the change; the hop from the
-			// cause it waited for says why (leader-gap, restart).
-			en.epoch = epochKey(e, start)
-			w.CauseEventID, w.Rule, w.HopNS = late.ref.EventID, late.rule, hopOf(e, late.ref)
-			w.Explain, w.ExplainDetail, w.Confidence = rx.explain, rx.detail, cpid.ConfidenceHeuristic
-			return rootOf{trigger: cpid.TriggerControllerStart, detail: agentName(e.UserAgent) + " started again: " + string(rx.explain) + ": " + rx.detail}
+			// Its first such write starts the change.
+			return en.trigger(moment{at: atLate, late: late, restarted: true, start: start, why: rx}, e, o, w)
 		default:
 			x := en.explain(e, o, w.Writer.Name, late.rule, hopOf(e, late.ref), late.ref.StageNS)
-			if t := triggerOf(w.Writer.Name, o); t != cpid.TriggerUnknown {
-				return rootOf{trigger: t, detail: fmt.Sprintf("%s %s after its cause (%s rule): %s",
-					w.Writer.Name, time.Duration(hopOf(e, late.ref)).Round(time.Millisecond), late.rule, x.detail)}
+			if r := en.trigger(moment{at: atLate, late: late, why: x}, e, o, w); r.trigger != "" {
+				return r
 			}
 			best, why = late, x
 			en.unexplainedHop(e, o, w.Writer.Name, hopOf(e, late.ref))
 		}
 	}
-	if best == nil && late == nil && !w.Attempt && w.Writer.Name == gcWriter && len(causes) > 0 {
-		// The garbage collector acted with nothing pending for the object
-		// or its owners (an orphan's owner long gone): its own change.
-		return rootOf{trigger: cpid.TriggerGC, detail: "the garbage collector wrote " + o.Key.String() +
-			" with no change pending for it or its owners"}
+	if best == nil && late == nil && !w.Attempt && len(causes) > 0 {
+		if r := en.trigger(moment{at: atIdle}, e, o, w); r.trigger != "" {
+			return r
+		}
 	}
 	if best == nil && late != nil {
 		best = late // a failed attempt starts nothing: it stays with its cause, unexplained
@@ -633,20 +662,20 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 		w.CauseEventID = best.ref.EventID
 		w.Rule = best.rule
 		w.HopNS = hopOf(e, best.ref)
-		w.Explain, w.ExplainDetail = why.explain, why.detail
+		w.Explain, w.ExplainDetail = why.Explain, why.Detail
 	}
 	defer func() {
 		if best != nil {
 			w.Confidence = cpid.ConfidenceHeuristic
-			if exactRules[w.Rule] && oneChange(causes, best.ref.Change) || w.CPIDOrigin == "annotation" {
+			if best.exact && oneChange(causes, best.ref.Change) || w.CPIDOrigin == "annotation" {
 				w.Confidence = cpid.ConfidenceExact
 			}
 		}
 	}()
 
 	prevCPID := ""
-	if o.last != nil {
-		prevCPID = o.last.CPID
+	if o.Last != nil {
+		prevCPID = o.Last.CPID
 	}
 
 	// An instrumented writer put a new CPID on the object: take it as it is.
@@ -749,32 +778,32 @@ func (en *Engine) number(o *Object, e *Event, w *cpid.Write) {
 	rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64)
 	kt := ordKey{NS: e.StageNS, ID: e.ID}
 	kr := ordKey{RV: rv, NS: e.StageNS, ID: e.ID}
-	first := o.revs == 0
-	inTime := first || o.maxTime.less(kt)
+	first := o.Revs == 0
+	inTime := first || o.MaxTime.less(kt)
 	reorder, relabel := false, false
 	switch {
-	case err != nil && !o.byTime:
-		o.byTime = true
-		reorder = !first && (o.unordered || !inTime)
+	case err != nil && !o.ByTime:
+		o.ByTime = true
+		reorder = !first && (o.Unordered || !inTime)
 		relabel = !first && !reorder
-	case o.byTime:
+	case o.ByTime:
 		reorder = !inTime
 	default:
-		reorder = !first && !o.maxRV.less(kr)
+		reorder = !first && !o.MaxRV.less(kr)
 	}
 	if !inTime || reorder {
 		// The numbering may differ from the arrival order from now on.
-		o.unordered = true
+		o.Unordered = true
 	}
 	if inTime {
-		o.maxTime = kt
+		o.MaxTime = kt
 	}
-	if err == nil && (first || o.maxRV.less(kr)) {
-		o.maxRV = kr
+	if err == nil && (first || o.MaxRV.less(kr)) {
+		o.MaxRV = kr
 	}
-	o.revs++
-	w.Seq, w.OrderBy = o.revs, "resourceVersion"
-	if o.byTime {
+	o.Revs++
+	w.Seq, w.OrderBy = o.Revs, "resourceVersion"
+	if o.ByTime {
 		w.OrderBy = "time"
 	}
 	switch {
@@ -844,9 +873,9 @@ func setTrace(o *Object, e *Event) string {
 		return ""
 	case e.Verb == "create" && e.Subresource == "":
 		return e.Traceparent
-	case o.last == nil:
+	case o.Last == nil:
 		return "" // what the object carried before is not in the logs
-	case e.Traceparent != o.trace, e.CPID != "" && e.CPID != o.annCPID:
+	case e.Traceparent != o.Trace, e.CPID != "" && e.CPID != o.AnnCPID:
 		return e.Traceparent
 	}
 	return ""

@@ -394,12 +394,12 @@ type evCache struct {
 // causeNS, waited that long: its process started again (re-listing its
 // informers) in between, maybe after a leader election handover. It
 // returns the start and the explanation.
-func (en *Engine) restarted(e *Event, causeNS int64) (int64, explanation, bool) {
+func (en *Engine) restarted(e *Event, causeNS int64) (int64, Explanation, bool) {
 	p := agentName(e.UserAgent)
 	ev := en.evidenceOf(p, causeNS, e.ReceivedNS)
 	start, ok := ev.startIn(p, causeNS, e.ReceivedNS)
 	if !ok {
-		return 0, explanation{}, false
+		return 0, Explanation{}, false
 	}
 	at := time.Unix(0, start).UTC().Format("15:04:05.000")
 	if h, ok := ev.handoverIn(p, causeNS, e.ReceivedNS); ok && h.Logged {
@@ -407,11 +407,11 @@ func (en *Engine) restarted(e *Event, causeNS int64) (int64, explanation, bool) 
 		if h.From != "" {
 			from = fmt.Sprintf("%s (which had acquired it at %s)", h.From, clockOf(h.FromNS))
 		}
-		return start, explanation{explain: cpid.ExplainLeaderGap, detail: fmt.Sprintf(
+		return start, Explanation{Explain: cpid.ExplainLeaderGap, Detail: fmt.Sprintf(
 			"lease %s/%s went from %s to %s, which logged %q at %s (the leases' holders are not in the audit log: "+
 				"from the leaders' logs); informers started at %s", LeaseNamespace, p, from, h.To, AcquiredMsg, clockOf(h.AtNS), at)}, true
 	} else if ok {
-		return start, explanation{explain: cpid.ExplainLeaderGap, detail: fmt.Sprintf(
+		return start, Explanation{Explain: cpid.ExplainLeaderGap, Detail: fmt.Sprintf(
 			"lease %s/%s held by %s (last renewed %s) went to %s at %s: no leader for %s; informers started at %s",
 			LeaseNamespace, p, h.From, clockOf(h.FromNS), h.To, clockOf(h.AtNS),
 			time.Duration(h.AtNS-h.FromNS).Round(time.Millisecond), at)}, true
@@ -422,7 +422,7 @@ func (en *Engine) restarted(e *Event, causeNS int64) (int64, explanation, bool) 
 	} else if last > 0 {
 		stopped = fmt.Sprintf("%s wrote nothing after %s, before the cause; ", p, clockOf(last))
 	}
-	return start, explanation{explain: cpid.ExplainRestart, detail: fmt.Sprintf("%sit started again: its informers listed at %s, %s after the cause",
+	return start, Explanation{Explain: cpid.ExplainRestart, Detail: fmt.Sprintf("%sit started again: its informers listed at %s, %s after the cause",
 		stopped, at, time.Duration(start-causeNS).Round(time.Millisecond))}, true
 }
 
@@ -463,10 +463,10 @@ type activity struct {
 
 // active records that program wrote at ns (writes come in receive order).
 func (en *Engine) active(program string, ns int64) {
-	a := en.programs[program]
+	a := en.mem.Programs[program]
 	if a == nil {
 		a = &activity{}
-		en.programs[program] = a
+		en.mem.Programs[program] = a
 	}
 	if a.Last != 0 && ns-a.Last >= int64(silenceMin) {
 		a.Silences = append(a.Silences, [2]int64{a.Last, ns})
@@ -481,7 +481,7 @@ func (en *Engine) active(program string, ns int64) {
 // the beginning of the silence the start fell in; 0 when none did (the
 // program wrote right up to it, or never before).
 func (en *Engine) lastBefore(program string, start int64) int64 {
-	a := en.programs[program]
+	a := en.mem.Programs[program]
 	if a == nil {
 		return 0
 	}
@@ -498,7 +498,7 @@ func (en *Engine) lastBefore(program string, start int64) int64 {
 // process that started again was silent meanwhile, so a program that kept
 // writing needs no evidence read.
 func (en *Engine) silentBetween(program string, fromNS, toNS int64) bool {
-	a := en.programs[program]
+	a := en.mem.Programs[program]
 	if a == nil {
 		return true // nothing known of it: look
 	}
@@ -527,7 +527,7 @@ func (en *Engine) pending(e *Event, r *Ref, start int64) bool {
 	if last == 0 || r.Change == "" {
 		return r.Change != ""
 	}
-	return max(en.changeLast[r.Change], r.StageNS) >= last-int64(informer)
+	return max(en.mem.ChangeLast[r.Change], r.StageNS) >= last-int64(informer)
 }
 
 // UnexplainedHops counts the writes kept in their changes after a hop past

@@ -31,7 +31,7 @@ func TestLatencyParts(t *testing.T) {
 	start := time.Date(2026, 11, 24, 5, 40, 54, 0, time.UTC).UnixNano()
 	w := &Event{Verb: "update", Resource: "replicasets", ReceivedNS: start, StageNS: start + int64(10*time.Second), Latency: []byte(ann)}
 	x := en.explain(w, o, "replicaset-controller", "owner", int64(11*time.Second), start-int64(time.Second))
-	if x.explain != cpid.ExplainAPIServer || !strings.Contains(x.detail, "etcd 10s") {
-		t.Errorf("explain = %s %q, want apiserver naming etcd", x.explain, x.detail)
+	if x.Explain != cpid.ExplainAPIServer || !strings.Contains(x.Detail, "etcd 10s") {
+		t.Errorf("explain = %s %q, want apiserver naming etcd", x.Explain, x.Detail)
 	}
 }

@@ -20,6 +20,21 @@ type Rule struct {
 	Name string
 	// Doc is the rule in one sentence, for people.
 	Doc string
+	// Exact: the write itself names the objects (owner references), so
+	// the cause is exact when no heuristic had to choose between changes;
+	// the other rules find causes by time (confidence heuristic).
+	Exact bool
+	// Timed: the rule picks its causes among several objects by time alone
+	// (the dependents written last, a sibling deleted last), so a write
+	// still in flight when the effect arrived is not one of them, however
+	// close: only writes completed by then count.
+	Timed bool
+	// Spec: for the create or delete of an object (not a subresource),
+	// the cause is the latest write that may have changed the cause's
+	// spec: an owner's controller creates and deletes dependents for its
+	// spec, and a label or an annotation put on the owner meanwhile
+	// (kubectl annotate) did not cause them.
+	Spec bool
 	// Causes returns the objects that w reacted to, or nil when the rule
 	// does not apply.
 	Causes func(w *Event, o *Object, s *State) []cpid.ObjectKey
@@ -41,8 +56,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "owner",
-		Doc:  "a write to an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes (for the create or delete of a dependent, the latest that may have changed the owner's spec), unless it writes a subresource (a binding, a status, an eviction: those follow the object itself) or a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
+		Name:  "owner",
+		Exact: true,
+		Spec:  true,
+		Doc:   "a write to an object with ownerReferences (ReplicaSet of a Deployment, Pod of a ReplicaSet, EndpointSlice of a Service, any custom resource) follows its owners' latest writes (for the create or delete of a dependent, the latest that may have changed the owner's spec), unless it writes a subresource (a binding, a status, an eviction: those follow the object itself) or a node agent wrote it (a kubelet reacts to its Pods, not to their owners)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if w.Subresource != "" || nodeAgent(w.Writer().Name) {
 				return nil
@@ -57,8 +74,9 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "dependents",
-		Doc:  "a controller's write to an owner's status (a ReplicaSet's, a Deployment's) follows the latest writes of its dependents (its Pods, its ReplicaSets)",
+		Name:  "dependents",
+		Timed: true,
+		Doc:   "a controller's write to an owner's status (a ReplicaSet's, a Deployment's) follows the latest writes of its dependents (its Pods, its ReplicaSets)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if o.UID == "" || w.Subresource != "status" {
 				return nil
@@ -67,8 +85,9 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "siblings",
-		Doc:  "a controller's create or delete of a dependent follows the deletion of another dependent of the same owner by someone else (a ReplicaSet replacing an evicted Pod); not a node agent's write, and not between the writes of one controller (the deletes of one sync)",
+		Name:  "siblings",
+		Timed: true,
+		Doc:   "a controller's create or delete of a dependent follows the deletion of another dependent of the same owner by someone else (a ReplicaSet replacing an evicted Pod); not a node agent's write, and not between the writes of one controller (the deletes of one sync)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
 			if w.Subresource != "" || w.Verb != "create" && w.Verb != "delete" {
 				return nil
@@ -83,7 +102,7 @@ var Rules = []Rule{
 					continue
 				}
 				for _, k := range s.LatestDependents(r.UID, o.Key) {
-					if d := s.Object(k); d != nil && d.deleted && d.deletedBy != writer {
+					if d := s.Object(k); d != nil && d.Deleted && d.DeletedBy != writer {
 						out = append(out, k)
 					}
 				}
@@ -123,8 +142,8 @@ var Rules = []Rule{
 				return nil
 			}
 			switch wr := w.Writer().Name; {
-			case wr == "node-controller", wr == "taint-eviction-controller", wr == "pod-garbage-collector", wr == "kubelet "+o.NodeName, wr == "kwok",
-				wr == "daemon-set-controller" && w.Verb == "create" && w.Subresource == "":
+			case wr == NodeController, wr == TaintEvictionController, wr == PodGarbageCollector, wr == Kubelet(o.NodeName), wr == KWOK,
+				wr == DaemonSetController && w.Verb == "create" && w.Subresource == "":
 				return []cpid.ObjectKey{{Resource: "nodes", Name: o.NodeName}}
 			}
 			return nil
@@ -138,8 +157,8 @@ var Rules = []Rule{
 				return nil
 			}
 			switch wr := w.Writer().Name; {
-			case wr == "namespace-controller",
-				(wr == "root-ca-cert-publisher" || wr == "service-account-controller") && w.Verb == "create":
+			case wr == NamespaceController,
+				(wr == RootCAPublisher || wr == ServiceAccountWriter) && w.Verb == "create":
 				return []cpid.ObjectKey{{Resource: "namespaces", Name: o.Key.Namespace}}
 			}
 			return nil
@@ -149,10 +168,10 @@ var Rules = []Rule{
 		Name: "disruption",
 		Doc:  "a PodDisruptionBudget's status written by the disruption controller, or by the apiserver within an eviction (it spends one allowed disruption), follows the latest written Pod of its namespace (the Pods its selector counts, the Pod evicted)",
 		Causes: func(w *Event, o *Object, s *State) []cpid.ObjectKey {
-			if wr := w.Writer().Name; o.Key.Resource != "poddisruptionbudgets" || wr != "disruption-controller" && wr != "apiserver" {
+			if wr := w.Writer().Name; o.Key.Resource != "poddisruptionbudgets" || wr != DisruptionController && wr != APIServer {
 				return nil
 			}
-			if k, ok := s.latestPod[o.Key.Namespace]; ok {
+			if k, ok := s.mem.LatestPods[o.Key.Namespace]; ok {
 				return []cpid.ObjectKey{k}
 			}
 			return nil
@@ -286,17 +305,17 @@ func readBody(o *Object, e *Event) {
 			switch {
 			case c.Type != "PodScheduled":
 			case c.Status == "False" && c.Reason == "Unschedulable":
-				if o.unschedNS == 0 {
-					o.unschedNS, o.unsched = e.StageNS, c.Message
+				if o.UnschedNS == 0 {
+					o.UnschedNS, o.Unsched = e.StageNS, c.Message
 				}
 			default:
-				o.unschedNS, o.unsched = 0, ""
+				o.UnschedNS, o.Unsched = 0, ""
 			}
 		}
 	case "nodes":
 		for _, c := range b.Status.Conditions {
 			if c.Type == "Ready" && c.Status != "" {
-				o.ready = c.Status
+				o.Ready = c.Status
 			}
 		}
 	case "endpointslices":
@@ -386,10 +405,6 @@ func appendTarget(ks []cpid.ObjectKey, t *targetRef, ns string) []cpid.ObjectKey
 	}
 	return append(ks, cpid.ObjectKey{Resource: "pods", Namespace: ns, Name: t.Name})
 }
-
-// nodeAgent reports a writer that runs on nodes: a kubelet, or KWOK in its
-// place.
-func nodeAgent(writer string) bool { return strings.HasPrefix(writer, "kubelet ") || writer == "kwok" }
 
 // hashSpec reads the spec a create or an update sends (the whole object,
 // of a status write too): it hashes that of an object, so that comparing it

@@ -14,58 +14,18 @@ import (
 
 // stateVersion changes whenever the saved form of the engine changes; a
 // saved state of another version is not restored (the caller rebuilds).
+// The saved form is memory and Object as they are: a field added to either
+// is saved (TestStateRoundTrip fills every one); renaming or retyping one
+// changes the version.
 const stateVersion = 12
 
-type savedObject struct {
-	Key         cpid.ObjectKey
-	UID         string           `json:",omitempty"`
-	OwnerRefs   []cpid.OwnerRef  `json:",omitempty"`
-	NodeName    string           `json:",omitempty"`
-	ServiceName string           `json:",omitempty"`
-	Targets     []cpid.ObjectKey `json:",omitempty"`
-	PrevTargets []cpid.ObjectKey `json:",omitempty"`
-	Last, Prev  *Ref             `json:",omitempty"`
-	SpecLast    *Ref             `json:",omitempty"`
-	SpecPrev    *Ref             `json:",omitempty"`
-	SpecHash    *[20]byte        `json:",omitempty"`
-	MinReady    time.Duration    `json:",omitempty"`
-	Deadline    time.Duration    `json:",omitempty"`
-	UnschedNS   int64            `json:",omitempty"`
-	Unsched     string           `json:",omitempty"`
-	LastRV      int64            `json:",omitempty"`
-	LastSource  string           `json:",omitempty"`
-	LastReq     [20]byte         `json:",omitempty"`
-	Conds       map[string]int64 `json:",omitempty"`
-	Revs        int              `json:",omitempty"`
-	ByTime      bool             `json:",omitempty"`
-	MaxRV       ordKey
-	MaxTime     ordKey
-	Unordered   bool               `json:",omitempty"`
-	Ready       string             `json:",omitempty"`
-	Failed      map[string]failure `json:",omitempty"`
-	Deleted     bool               `json:",omitempty"`
-	DeletedBy   string             `json:",omitempty"`
-	Marked      bool               `json:",omitempty"`
-	Agent       *Ref               `json:",omitempty"`
-	Tolerations string             `json:",omitempty"` // Object.tolerated
-	Trace       string             `json:",omitempty"`
-	AnnCPID     string             `json:",omitempty"`
-}
-
-type savedState struct {
-	Version int
-	// Objects follow the state, one JSON line each (MarshalState).
-	Children map[string][2]cpid.ObjectKey `json:",omitempty"`
-	// LatestPods is State.latestPod.
-	LatestPods map[string]cpid.ObjectKey `json:",omitempty"`
-	Epochs     map[string]*Ref           `json:",omitempty"`
-	// Programs and ChangeLast tell whether a change was pending when its
-	// controller stopped (Engine.pending); changes whose last write is
-	// older than keepChangeLast before the newest are left out.
-	Programs map[string]*activity `json:",omitempty"`
+// savedHead is the first line of a saved state: its version, the setting
+// of the run that saved it, and the engine's memory.
+type savedHead struct {
+	Version int `json:"Version"`
 	// IgnoreCPIDs is the setting of the run that saved the state.
-	IgnoreCPIDs bool             `json:",omitempty"`
-	ChangeLast  map[string]int64 `json:",omitempty"`
+	IgnoreCPIDs bool `json:"IgnoreCPIDs,omitempty"`
+	memory
 }
 
 // zstdMagic starts every zstd frame, and so a saved state (MarshalState).
@@ -85,15 +45,15 @@ const keepChangeLast = 24 * time.Hour
 // run never holds the whole state twice (on 1M synthetic events, the
 // state's JSON was 22 MB, 53 MB of buffers to marshal at once).
 func (en *Engine) MarshalState() ([]byte, error) {
-	s := savedState{Version: stateVersion, Children: en.children,
-		Epochs: en.epochs, LatestPods: en.latestPod, Programs: en.programs, ChangeLast: map[string]int64{}, IgnoreCPIDs: en.IgnoreCPIDs}
+	head := savedHead{Version: stateVersion, IgnoreCPIDs: en.IgnoreCPIDs, memory: en.mem}
 	var newest int64
-	for _, ns := range en.changeLast {
+	for _, ns := range en.mem.ChangeLast {
 		newest = max(newest, ns)
 	}
-	for c, ns := range en.changeLast {
+	head.ChangeLast = make(map[string]int64, len(en.mem.ChangeLast))
+	for c, ns := range en.mem.ChangeLast {
 		if ns >= newest-int64(keepChangeLast) {
-			s.ChangeLast[c] = ns
+			head.ChangeLast[c] = ns
 		}
 	}
 	objs := make([]*Object, 0, len(en.objects))
@@ -108,18 +68,12 @@ func (en *Engine) MarshalState() ([]byte, error) {
 		return nil, err
 	}
 	enc := json.NewEncoder(zw)
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(head); err != nil {
 		return nil, err
 	}
 	for _, o := range objs {
-		if err := enc.Encode(savedObject{Key: o.Key, UID: o.UID, OwnerRefs: o.OwnerRefs, NodeName: o.NodeName,
-			ServiceName: o.ServiceName, Targets: o.Targets, PrevTargets: o.PrevTargets, Last: o.last, Prev: o.prev,
-			SpecLast: o.specLast, SpecPrev: o.specPrev, SpecHash: specHashOf(o),
-			MinReady: o.minReady, Deadline: o.deadline, UnschedNS: o.unschedNS, Unsched: o.unsched,
-			LastRV: o.lastRV, LastSource: o.lastSource, LastReq: o.lastReq, Conds: o.conds,
-			Revs: o.revs, ByTime: o.byTime, MaxRV: o.maxRV, MaxTime: o.maxTime, Unordered: o.unordered,
-			Ready: o.ready, Failed: o.failed, Deleted: o.deleted, DeletedBy: o.deletedBy, Marked: o.marked, Agent: o.agent,
-			Tolerations: o.tolerated(), Trace: o.trace, AnnCPID: o.annCPID}); err != nil {
+		o.tolerated() // the summary is saved, not the spec
+		if err := enc.Encode(o); err != nil {
 			return nil, err
 		}
 	}
@@ -144,14 +98,14 @@ func (b byKey) Swap(i, j int) {
 
 // RestoreState loads a state saved by MarshalState into a new engine.
 func (en *Engine) RestoreState(b []byte) error {
-	var s savedState
+	var head savedHead
 	if !bytes.HasPrefix(b, zstdMagic) {
 		// A state saved before version 12: plain JSON, restored only to
 		// say which version it is.
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := json.Unmarshal(b, &head); err != nil {
 			return fmt.Errorf("restore reconstruct state: %w", err)
 		}
-		return fmt.Errorf("restore reconstruct state: version %d, want %d", s.Version, stateVersion)
+		return fmt.Errorf("restore reconstruct state: version %d, want %d", head.Version, stateVersion)
 	}
 	zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderConcurrency(1))
 	if err != nil {
@@ -159,51 +113,30 @@ func (en *Engine) RestoreState(b []byte) error {
 	}
 	defer zr.Close()
 	dec := json.NewDecoder(zr)
-	if err := dec.Decode(&s); err != nil {
+	head.memory = newMemory()
+	if err := dec.Decode(&head); err != nil {
 		return fmt.Errorf("restore reconstruct state: %w", err)
 	}
-	if s.Version != stateVersion {
-		return fmt.Errorf("restore reconstruct state: version %d, want %d", s.Version, stateVersion)
+	if head.Version != stateVersion {
+		return fmt.Errorf("restore reconstruct state: version %d, want %d", head.Version, stateVersion)
 	}
-	if s.IgnoreCPIDs != en.IgnoreCPIDs {
-		return fmt.Errorf("the last run was made with --ignore-cpids=%t", s.IgnoreCPIDs)
+	if head.IgnoreCPIDs != en.IgnoreCPIDs {
+		return fmt.Errorf("the last run was made with --ignore-cpids=%t", head.IgnoreCPIDs)
 	}
 	for {
-		var so savedObject
-		if err := dec.Decode(&so); err == io.EOF {
+		o := &Object{}
+		if err := dec.Decode(o); err == io.EOF {
 			break
 		} else if err != nil {
 			return fmt.Errorf("restore reconstruct state: object %d: %w", len(en.objects)+1, err)
 		}
-		o := &Object{Key: so.Key, UID: so.UID, OwnerRefs: so.OwnerRefs, NodeName: so.NodeName, ServiceName: so.ServiceName,
-			Targets: so.Targets, PrevTargets: so.PrevTargets, last: so.Last, prev: so.Prev, specLast: so.SpecLast, specPrev: so.SpecPrev,
-			lastRV: so.LastRV, lastSource: so.LastSource,
-			lastReq: so.LastReq, conds: so.Conds, revs: so.Revs, byTime: so.ByTime, maxRV: so.MaxRV, maxTime: so.MaxTime, unordered: so.Unordered,
-			ready: so.Ready, failed: so.Failed, deleted: so.Deleted, deletedBy: so.DeletedBy, marked: so.Marked, agent: so.Agent, tolSummary: so.Tolerations, tolDone: true, trace: so.Trace, annCPID: so.AnnCPID}
-		o.minReady, o.deadline, o.unschedNS, o.unsched = so.MinReady, so.Deadline, so.UnschedNS, so.Unsched
-		if so.SpecHash != nil {
-			o.specHash, o.hasSpec = *so.SpecHash, true
-		}
+		o.tolDone = true // its TolSummary was saved
 		en.objects[o.Key] = o
 		if o.UID != "" {
 			en.byUID[o.UID] = o.Key
 		}
 	}
-	for uid, c := range s.Children {
-		en.children[uid] = c
-	}
-	for ns, k := range s.LatestPods {
-		en.latestPod[ns] = k
-	}
-	for k, r := range s.Epochs {
-		en.epochs[k] = r
-	}
-	for k, a := range s.Programs {
-		en.programs[k] = a
-	}
-	for k, ns := range s.ChangeLast {
-		en.changeLast[k] = ns
-	}
+	en.mem = head.memory
 	return nil
 }
 
@@ -214,12 +147,4 @@ func (en *Engine) RestoreMergelog(m cpid.Mergelog) error {
 	}
 	en.recorded[m.CPID] |= originBit(m.Origin)
 	return nil
-}
-
-func specHashOf(o *Object) *[20]byte {
-	if !o.hasSpec {
-		return nil
-	}
-	h := o.specHash
-	return &h
 }

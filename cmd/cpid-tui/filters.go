@@ -10,11 +10,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/reconstruct"
 )
 
-// triggers are the values of --trigger.
-var triggers = []cpid.Trigger{cpid.TriggerUser, cpid.TriggerNode, cpid.TriggerControllerStart, cpid.TriggerSchedule,
-	cpid.TriggerGC, cpid.TriggerUnknown}
+// triggers are the values of --trigger: what reconstruct may give.
+var triggers = reconstruct.Triggers
 
 // filters are the flags that narrow what query changes and history list.
 type filters struct {
