@@ -133,7 +133,7 @@ func (o *Object) tolerated() string {
 // before the apiserver's ResponseComplete stage time (a Service's delete
 // completes after its ClusterIP is released, its Endpoints deleted
 // meanwhile); so the test is that the write was received before t. Rules
-// that pick among several objects by time alone (TimedRules) take only
+// that pick among several objects by time alone (Rule.Timed) take only
 // writes that had completed by t (completed).
 func (o *Object) observed(t int64) *Ref { return observed(o.Last, o.Prev, t) }
 
