@@ -383,13 +383,19 @@ func (en *Engine) rules() []Rule {
 	return Rules
 }
 
-// ignores reports whether e writes a resource (or subresource) the engine
-// ignores (Engine.Ignored, else Ignored).
-func (en *Engine) ignores(e *Event) bool {
-	ig := en.Ignored
-	if ig == nil {
-		ig = Ignored
+// ignored returns the resources (and resource/subresource) whose writes
+// the engine leaves out: Engine.Ignored, else Ignored.
+func (en *Engine) ignored() map[string]bool {
+	if en.Ignored != nil {
+		return en.Ignored
 	}
+	return Ignored
+}
+
+// ignores reports whether e writes a resource (or subresource) the engine
+// leaves out.
+func (en *Engine) ignores(e *Event) bool {
+	ig := en.ignored()
 	return ig[e.Resource] || e.Subresource != "" && ig[e.Resource+"/"+e.Subresource]
 }
 
