@@ -187,7 +187,7 @@ func ClassifyWriter(username, userAgent string) cpid.Writer {
 		parts := strings.Split(username, ":")
 		return cpid.Writer{Name: parts[len(parts)-1]}
 	case strings.HasPrefix(username, "system:node:"):
-		return cpid.Writer{Name: "kubelet " + strings.TrimPrefix(username, "system:node:")}
+		return cpid.Writer{Name: Kubelet(strings.TrimPrefix(username, "system:node:"))}
 	case strings.HasPrefix(username, "system:"):
 		return cpid.Writer{Name: strings.TrimPrefix(username, "system:")}
 	}

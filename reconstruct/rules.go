@@ -158,7 +158,7 @@ var Rules = []Rule{
 			}
 			switch wr := w.Writer().Name; {
 			case wr == NamespaceController,
-				(wr == RootCAPublisher || wr == ServiceAccountWriter) && w.Verb == "create":
+				(wr == RootCAPublisher || wr == ServiceAccountController) && w.Verb == "create":
 				return []cpid.ObjectKey{{Resource: "namespaces", Name: o.Key.Namespace}}
 			}
 			return nil

@@ -7,16 +7,16 @@ import "strings"
 // kube-controller-manager (its --use-service-account-credentials
 // identity), or the system: identity without its prefix.
 const (
-	NodeController          = "node-controller"           // the node lifecycle controller
-	TaintEvictionController = "taint-eviction-controller" // evicts Pods of tainted Nodes
-	PodGarbageCollector     = "pod-garbage-collector"     // deletes Pods of Nodes that are gone
-	NamespaceController     = "namespace-controller"      // empties a namespace being deleted
-	DaemonSetController     = "daemon-set-controller"
-	CronJobController       = "cronjob-controller"
-	DisruptionController    = "disruption-controller" // PodDisruptionBudgets' status
-	RootCAPublisher         = "root-ca-cert-publisher"
-	ServiceAccountWriter    = "service-account-controller"
-	GarbageCollector        = "generic-garbage-collector"
+	NodeController           = "node-controller"           // the node lifecycle controller
+	TaintEvictionController  = "taint-eviction-controller" // evicts Pods of tainted Nodes
+	PodGarbageCollector      = "pod-garbage-collector"     // deletes Pods of Nodes that are gone
+	NamespaceController      = "namespace-controller"      // empties a namespace being deleted
+	DaemonSetController      = "daemon-set-controller"
+	CronJobController        = "cronjob-controller"
+	DisruptionController     = "disruption-controller" // PodDisruptionBudgets' status
+	RootCAPublisher          = "root-ca-cert-publisher"
+	ServiceAccountController = "service-account-controller"
+	GarbageCollector         = "generic-garbage-collector"
 	// APIServer is the apiserver writing for itself: a PodDisruptionBudget's
 	// status within an eviction.
 	APIServer = "apiserver"
