@@ -286,6 +286,7 @@ type Engine struct {
 	Explainers []Explainer
 	Ignored    map[string]bool
 	bandCache  map[[3]string][]Window
+	hop        Hop // explain's
 	// IgnoreCPIDs drops the CPIDs writes carry (Options.IgnoreCPIDs).
 	IgnoreCPIDs bool
 	// Evidence reads what explains a controller's silence; epoch is the

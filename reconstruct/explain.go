@@ -18,7 +18,8 @@ type Explanation struct {
 	Start int64
 }
 
-// Hop is a write that waited after its cause, as an Explainer sees it.
+// Hop is a write that waited after its cause, as an Explainer sees it,
+// during its Test only (the engine reuses it).
 type Hop struct {
 	Event  *Event
 	Object *Object
@@ -214,7 +215,9 @@ func hopOf(e *Event, r *Ref) int64 { return e.StageNS - min(r.StageNS, e.Receive
 // (visible at causeNS) through rule: the first of the engine's Explainers
 // that explains it, else unexplained.
 func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS int64) Explanation {
-	h := Hop{Event: e, Object: o, Writer: writer, Rule: rule, Wait: time.Duration(hop), CauseNS: causeNS,
+	// One Hop, reused: it would otherwise be allocated for every cause.
+	h := &en.hop
+	*h = Hop{Event: e, Object: o, Writer: writer, Rule: rule, Wait: time.Duration(hop), CauseNS: causeNS,
 		Bands: en.bands(rule, writer, o.Key.Resource), en: en}
 	xs := en.Explainers
 	if xs == nil {
@@ -225,7 +228,7 @@ func (en *Engine) explain(e *Event, o *Object, writer, rule string, hop, causeNS
 		if x.Needs&NeedStarts != 0 && en.Evidence == nil || x.Needs&NeedThrottles != 0 && en.Throttles == nil {
 			continue
 		}
-		if ex, ok := x.Test(&h); ok {
+		if ex, ok := x.Test(h); ok {
 			return ex
 		}
 	}

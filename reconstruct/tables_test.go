@@ -1,6 +1,9 @@
 package reconstruct
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cpid-dev/cpid"
@@ -50,4 +53,66 @@ func TestEngineTables(t *testing.T) {
 	if ws := run(en); len(ws) != 1 || ws[0].EventID != 2 {
 		t.Errorf("configmaps ignored: %+v; want the roll alone", ws)
 	}
+}
+
+// TestTablesDocumented: every rule, explanation and trigger the tables
+// give has its row in docs/CAUSALITY.md (the first column of its
+// section's table), and every row names one of them.
+func TestTablesDocumented(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../docs/CAUSALITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules, explains, triggers []string
+	for _, r := range Rules {
+		rules = append(rules, r.Name)
+	}
+	for _, x := range Explainers {
+		for _, g := range x.Gives {
+			explains = append(explains, string(g))
+		}
+	}
+	explains = append(explains, string(cpid.ExplainUnexplained))
+	for _, tr := range Triggers {
+		triggers = append(triggers, string(tr))
+	}
+	for _, c := range []struct {
+		section string
+		names   []string
+	}{{"## The rule table", rules}, {"## Explanations", explains}, {"## Triggers", triggers}} {
+		rows := firstColumn(string(b), c.section)
+		for _, n := range c.names {
+			if !slices.Contains(rows, n) {
+				t.Errorf("%s: no row for %q", c.section, n)
+			}
+		}
+		for _, r := range rows {
+			if !slices.Contains(c.names, r) {
+				t.Errorf("%s: a row for %q, which the tables do not give", c.section, r)
+			}
+		}
+	}
+}
+
+// firstColumn returns the backquoted names in the first column of the
+// table rows (not headers) of a section of a Markdown page.
+func firstColumn(page, section string) []string {
+	_, rest, _ := strings.Cut(page, "\n"+section+"\n")
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	var out []string
+	lines := strings.Split(rest, "\n")
+	for i, line := range lines {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") ||
+			i+1 < len(lines) && strings.HasPrefix(lines[i+1], "|---") { // a header
+			continue
+		}
+		for _, f := range strings.Split(cells[1], ",") {
+			out = append(out, strings.Trim(strings.TrimSpace(f), "`"))
+		}
+	}
+	return out
 }
