@@ -433,7 +433,7 @@ const TimelineColumns = "change_id, event_id, ns, received_ns, writer, verb, kin
 type TimelineSet map[string][]TimelineEntry
 
 // Scan reads one row of TimelineColumns with scan (a driver's Scan).
-func (s TimelineSet) Scan(scan func(dest ...any) error) error {
+func (s TimelineSet) Scan(scan RowScan) error {
 	var id string
 	var t TimelineEntry
 	if err := scan(&id, &t.EventID, &t.NS, &t.ReceivedNS, &t.Writer, &t.Verb, &t.Kind, &t.APIGroup, &t.Resource, &t.Namespace,

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,10 +32,20 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	})
 }
 
-// ObjectHistory returns the writes of one object (cpid.ChangeReader): the
-// last q.Limit that the filters keep, in the order reconstruct gave them,
-// each with its change, what started that change, and its cause.
+// ObjectHistory returns the writes of one object (cpid.ChangeReader,
+// through cpid.ReadService).
 func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.ObjectWrite, bool, error) {
+	return cpid.ReadService{Rows: s}.ObjectHistory(ctx, q)
+}
+
+// ObjectRevisions returns the last limit writes of an object
+// (cpid.ChangeReader, through cpid.ReadService).
+func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int) ([]cpid.Revision, bool, error) {
+	return cpid.ReadService{Rows: s}.ObjectRevisions(ctx, o, limit)
+}
+
+// HistoryRows reads cpid.HistoryColumns (cpid.RowReader).
+func (s *Store) HistoryRows(ctx context.Context, q cpid.HistoryQuery, n int, row func(cpid.RowScan) error) error {
 	o := q.Object
 	cluster := o.Cluster
 	if cluster == "" {
@@ -46,12 +55,7 @@ func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.
 	if q.Bodies {
 		bodies, join = `COALESCE(b.response_object, ''), COALESCE(b.request_object, '')`, `LEFT JOIN audit_bodies b ON b.event_id = r.event_id`
 	}
-	var limit *int // NULL: no limit
-	if q.Limit > 0 {
-		n := q.Limit + 1
-		limit = &n
-	}
-	rows, err := s.pool.Query(ctx, `SELECT * FROM (
+	return eachRow(ctx, s.pool, `SELECT * FROM (
 		SELECT r.event_id, r.cluster, r.seq, r.order_by, r.stage_ns, e.received_ns, e.verb, e.subresource, COALESCE(e.code, 0),
 		       r.attempt <> 0 AS attempt, e.level, e.resource_version, r.writer, r.writer_is_user <> 0, e.username, e.user_agent,
 		       COALESCE(r.cpid, ''), COALESCE(r.cpid_origin, ''), COALESCE(r.change_id, ''), COALESCE(c.trigger, ''),
@@ -69,35 +73,42 @@ func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.
 		  AND ($10 = '' OR c.trigger = $10)
 		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $11) last
 		ORDER BY seq, attempt, stage_ns, event_id`,
-		o.Resource, o.Namespace, o.Name, o.Group, cluster, q.SinceNS, q.UntilNS, strings.ToLower(q.Writer), strings.ToLower(q.User),
-		string(q.Trigger), limit)
+		[]any{o.Resource, o.Namespace, o.Name, o.Group, cluster, q.SinceNS, q.UntilNS, q.Writer, q.User, string(q.Trigger), sqlLimit(n)}, row)
+}
+
+// RevisionRows reads cpid.RevisionColumns (cpid.RowReader).
+func (s *Store) RevisionRows(ctx context.Context, o cpid.ObjectKey, n int, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.pool, `SELECT * FROM (
+		SELECT r.event_id, r.seq, r.attempt <> 0 AS attempt, r.order_by, r.stage_ns, r.writer, e.verb, e.subresource,
+		       COALESCE(e.code, 0), e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
+		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $6) last
+		ORDER BY seq, attempt, stage_ns, event_id`, []any{o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, sqlLimit(n)}, row)
+}
+
+// sqlLimit is a LIMIT of n rows, 0 for all: NULL.
+func sqlLimit(n int) *int {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}
+
+// eachRow runs a query and calls row with each row's Scan.
+func eachRow(ctx context.Context, db reader, q string, args []any, row func(cpid.RowScan) error) error {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("history of %s: %w", o, err)
+		return err
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.ObjectWrite, error) {
-		var w cpid.ObjectWrite
-		var c cpid.WriteRef
-		err := row.Scan(&w.EventID, &w.Cluster, &w.Seq, &w.OrderBy, &w.NS, &w.ReceivedNS, &w.Verb, &w.Subresource, &w.Code,
-			&w.Attempt, &w.Level, &w.ResourceVersion, &w.Writer, &w.WriterIsUser, &w.User, &w.UserAgent,
-			&w.CPID, &w.Origin, &w.Change, &w.Trigger, &w.TriggerDetail, &w.Rule, &c.EventID,
-			&c.NS, &c.Writer, &c.Verb, &c.Subresource, &c.APIGroup, &c.Resource, &c.Namespace, &c.Name,
-			&w.HopNS, &w.Explain, &w.ExplainDetail, &w.Confidence, &w.Object, &w.Request)
-		if c.EventID != 0 {
-			w.Cause = &c
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
 		}
-		if w.Object != "" && (w.Attempt || !cpid.IsObjectBody(w.Subresource, []byte(w.Object))) {
-			w.Object = ""
-		}
-		return w, err
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("history of %s: %w", o, err)
 	}
-	more := q.Limit > 0 && len(out) > q.Limit
-	if more {
-		out = out[1:]
-	}
-	return out, more, nil
+	return rows.Err()
 }
 
 // WrittenResources returns the resources with writes in the view's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -97,7 +96,7 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 			args = append(args, code)
 			num = len(args)
 			// A failing code is a failed write's: only those are read.
-			if code >= 300 {
+			if cpid.IsFailedCode(code) {
 				writes += ` OR r.attempt <> 0 AND e.code = $%[3]d`
 			} else {
 				writes += ` OR e.code = $%[3]d`
@@ -159,16 +158,13 @@ func (s *Store) CountChanges(ctx context.Context, text string) (int, error) {
 // Changes lists root changes, one page: the page's ids from the changes
 // table alone, then their rows.
 func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeRow, error) {
-	order, ok := map[string]string{"": "c.started_ns DESC", "time": "c.started_ns DESC",
+	if err := cpid.CheckSort(q.Sort); err != nil {
+		return nil, err
+	}
+	order := map[string]string{"": "c.started_ns DESC", "time": "c.started_ns DESC",
 		"duration": "(c.settled_ns - c.started_ns) DESC", "size": "c.writes DESC"}[q.Sort]
-	if !ok {
-		return nil, fmt.Errorf("unknown sort %q (time, duration, size)", q.Sort)
-	}
-	if q.Limit <= 0 {
-		q.Limit = 100
-	}
 	where, args := s.filter(q)
-	args = append(args, q.Limit, q.Offset)
+	args = append(args, q.PageSize(), q.Offset)
 	var ids []string
 	var out []cpid.ChangeRow
 	err := s.snapshot(ctx, func(db reader) error {
@@ -184,7 +180,7 @@ func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeR
 	if err != nil {
 		return nil, fmt.Errorf("changes: %w", err)
 	}
-	slices.SortStableFunc(out, func(a, b cpid.ChangeRow) int { return slices.Index(ids, a.ID) - slices.Index(ids, b.ID) })
+	cpid.InOrder(out, ids)
 	return out, nil
 }
 
@@ -275,7 +271,7 @@ func (s *Store) ChangeGraph(ctx context.Context, change string) (cpid.ChangeGrap
 				return err
 			}
 			if !known {
-				return fmt.Errorf("no change %q", change)
+				return cpid.NoChange(change)
 			}
 			return nil
 		}
@@ -334,15 +330,13 @@ func logLines(ctx context.Context, db reader, q string, args ...any) ([]cpid.Log
 // a guess by time and process.
 func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
 	var set cpid.ChangeLogSet
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = cpid.LogLimit(limit)
 	err := s.snapshot(ctx, func(db reader) error {
 		var started, settled int64
 		var cluster string
 		err := db.QueryRow(ctx, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = $1`, change).Scan(&started, &settled, &cluster)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("no change %q", change)
+			return cpid.NoChange(change)
 		}
 		if err != nil {
 			return err
@@ -372,50 +366,14 @@ func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.
 			SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN $2 AND $3)`,
 			change, set.FromNS, set.ToNS).Scan(&set.Exact)
 	})
+	if cpid.ErrorCode(err) == cpid.ENOTFOUND {
+		return set, err
+	}
 	if err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
-	if len(set.Lines) > limit {
-		set.Lines, set.Truncated = set.Lines[:limit], true
-	}
+	set.Truncate(limit)
 	return set, nil
-}
-
-// ObjectRevisions returns the last limit writes of an object in the order
-// reconstruct gave them (seq), bodies included, and whether earlier ones
-// were left out.
-func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int) ([]cpid.Revision, bool, error) {
-	if limit <= 0 {
-		limit = 200
-	}
-	rows, err := s.pool.Query(ctx, `SELECT * FROM (
-		SELECT r.event_id, r.seq, r.attempt <> 0 AS attempt, r.order_by, r.stage_ns, r.writer, e.verb, e.subresource,
-		       COALESCE(e.code, 0), e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
-		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
-		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
-		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $6) last
-		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, limit+1)
-	if err != nil {
-		return nil, false, fmt.Errorf("revisions of %s: %w", o, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.Revision, error) {
-		var r cpid.Revision
-		err := row.Scan(&r.EventID, &r.Seq, &r.Attempt, &r.OrderBy, &r.StageNS, &r.Writer, &r.Verb, &r.Subresource,
-			&r.Code, &r.Level, &r.ResourceVersion, &r.CPID, &r.ChangeID, &r.Object, &r.Request)
-		if r.Object != "" && (r.Attempt || !cpid.IsObjectBody(r.Subresource, []byte(r.Object))) {
-			r.Object = ""
-		}
-		return r, err
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	more := len(out) > limit
-	if more {
-		out = out[1:]
-	}
-	return out, more, nil
 }
 
 // ChangeSpans returns the controller spans of a change's CPIDs, by start.
@@ -429,37 +387,28 @@ func (s *Store) ChangeSpans(ctx context.Context, change string) ([]cpid.ChangeSp
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.ChangeSpan])
 }
 
-// known reports an error unless change exists.
-func (s *Store) known(ctx context.Context, change string) error {
+// ChangeExists reports whether the change is stored (cpid.RowReader).
+func (s *Store) ChangeExists(ctx context.Context, change string) (bool, error) {
 	var ok bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM changes WHERE id = $1)`, change).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
-	}
-	return nil
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM changes WHERE id = $1)`, change).Scan(&ok)
+	return ok, err
 }
 
 // Timeline returns every write of a change in apiserver order, the critical
-// path marked.
+// path marked (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEntry, error) {
-	if err := s.known(ctx, change); err != nil {
-		return nil, err
-	}
-	ts, err := s.Timelines(ctx, []string{change})
-	return ts[change], err
+	return cpid.ReadService{Rows: s}.Timeline(ctx, change)
 }
 
 // Timelines returns the timelines of these changes in one query
-// (cpid.ChangeReader; the columns of cpid.TimelineColumns); unknown ids
-// are left out.
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Timelines(ctx context.Context, changes []string) (map[string][]cpid.TimelineEntry, error) {
-	out := cpid.TimelineSet{}
-	if len(changes) == 0 {
-		return out, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT r.change_id, r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
+	return cpid.ReadService{Rows: s}.Timelines(ctx, changes)
+}
+
+// TimelineRows reads cpid.TimelineColumns (cpid.RowReader).
+func (s *Store) TimelineRows(ctx context.Context, changes []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.pool, `SELECT r.change_id, r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
 		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400 AND r.resource NOT IN (`+cpid.BuiltinResourcesSQL+`)
 		              THEN NULLIF(b.response_object::json ->> 'kind', 'Status') END, ''),
 		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt <> 0, COALESCE(r.cpid, ''),
@@ -469,30 +418,19 @@ func (s *Store) Timelines(ctx context.Context, changes []string) (map[string][]c
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		LEFT JOIN audit_bodies b ON b.event_id = r.event_id
 		LEFT JOIN audit_events c ON c.id = r.cause_event_id
-		WHERE r.change_id = ANY($1) ORDER BY r.change_id, e.stage_ns, r.event_id`, changes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := out.Scan(rows.Scan); err != nil {
-			return nil, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out.Done(), nil
+		WHERE r.change_id = ANY($1) ORDER BY r.change_id, e.stage_ns, r.event_id`, []any{changes}, row)
 }
 
-// Related returns the CPID and every CPID that descends from it.
+// Related returns the CPID and every CPID that descends from it
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Related(ctx context.Context, id string) ([]string, error) {
-	return s.dag(ctx, id, false)
+	return cpid.ReadService{Rows: s}.Related(ctx, id)
 }
 
-// Origins returns the CPID and every CPID it descends from.
+// Origins returns the CPID and every CPID it descends from
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Origins(ctx context.Context, id string) ([]string, error) {
-	return s.dag(ctx, id, true)
+	return cpid.ReadService{Rows: s}.Origins(ctx, id)
 }
 
 // CPIDs returns the CPIDs of the merge graph that start with prefix.
@@ -502,33 +440,34 @@ func (s *Store) CPIDs(ctx context.Context, prefix string, limit int) ([]string, 
 		ORDER BY cpid COLLATE "C" LIMIT $2`, prefix, limit)
 }
 
-func (s *Store) dag(ctx context.Context, id string, up bool) ([]string, error) {
+// InMergeGraph reports whether a mergelog has the CPID, as its own or as
+// a source (cpid.RowReader).
+func (s *Store) InMergeGraph(ctx context.Context, id string) (bool, error) {
 	var in bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mergelogs WHERE cpid = $1)
-		OR EXISTS (SELECT 1 FROM mergelog_sources WHERE source_cpid = $1)`, id).Scan(&in); err != nil {
-		return nil, err
-	}
-	if !in {
-		return nil, fmt.Errorf("no CPID %q in the merge graph", id)
-	}
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM mergelogs WHERE cpid = $1)
+		OR EXISTS (SELECT 1 FROM mergelog_sources WHERE source_cpid = $1)`, id).Scan(&in)
+	return in, err
+}
+
+// WalkDAG returns the CPID and those descending from it, or with up those
+// it descends from (cpid.RowReader).
+func (s *Store) WalkDAG(ctx context.Context, id string, up bool) ([]string, error) {
 	return strs(ctx, s.pool, walk("w", "$1::text", up)+` SELECT cpid FROM w ORDER BY cpid <> $1, cpid COLLATE "C"`, id)
 }
 
-// Spans returns the spans of a change: one apiserver span per write, and
-// the controller spans of every CPID related to it.
+// Spans returns the spans of a change (cpid.ChangeReader, through
+// cpid.ReadService).
 func (s *Store) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error) {
-	if err := s.known(ctx, change); err != nil {
-		return nil, err
-	}
-	rows, err := s.pool.Query(ctx, walk("rel", "$1::text", false)+`
+	return cpid.ReadService{Rows: s}.Spans(ctx, change)
+}
+
+// SpanRows reads the spans of a change (cpid.RowReader).
+func (s *Store) SpanRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.pool, walk("rel", "$1::text", false)+`
 		SELECT kind, span_id, parent_id, COALESCE(cpid, ''), service, name, start_ns, end_ns FROM spans
 		WHERE (kind = 'apiserver' AND event_id IN (SELECT event_id FROM revisions WHERE change_id = $1))
 		   OR (kind = 'controller' AND cpid IN (SELECT cpid FROM rel))
-		ORDER BY start_ns, span_id COLLATE "C"`, change)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.SpanRow])
+		ORDER BY start_ns, span_id COLLATE "C"`, []any{change}, row)
 }
 
 // PodWrites returns every successful write of the Pods that a change

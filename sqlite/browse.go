@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -71,7 +70,7 @@ func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 		if code != 0 {
 			// A failing code is a failed write's: only those are read.
 			failed := ""
-			if code >= 300 {
+			if cpid.IsFailedCode(code) {
 				failed = " AND r.attempt <> 0"
 			}
 			// CROSS JOIN: from the revisions (SQLite would scan every event).
@@ -122,21 +121,13 @@ func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 // sort by duration on a large database does not join and decode every row
 // it sorts or skips.
 func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeRow, error) {
-	order := "c.started_ns DESC"
-	switch q.Sort {
-	case "", "time":
-	case "duration":
-		order = "(c.settled_ns - c.started_ns) DESC"
-	case "size":
-		order = "c.writes DESC"
-	default:
-		return nil, fmt.Errorf("unknown sort %q (time, duration, size)", q.Sort)
+	if err := cpid.CheckSort(q.Sort); err != nil {
+		return nil, err
 	}
-	if q.Limit <= 0 {
-		q.Limit = 100
-	}
+	order := map[string]string{"": "c.started_ns DESC", "time": "c.started_ns DESC",
+		"duration": "(c.settled_ns - c.started_ns) DESC", "size": "c.writes DESC"}[q.Sort]
 	where, args := s.changeFilter(q)
-	args = append(args, q.Limit, q.Offset)
+	args = append(args, q.PageSize(), q.Offset)
 	var ids []string
 	var rows []cpid.ChangeRow
 	err := s.snapshot(ctx, func(db querier) error {
@@ -150,11 +141,7 @@ func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeR
 	if err != nil {
 		return nil, fmt.Errorf("changes: %w", err)
 	}
-	at := make(map[string]int, len(ids))
-	for i, id := range ids {
-		at[id] = i
-	}
-	sort.SliceStable(rows, func(i, j int) bool { return at[rows[i].ID] < at[rows[j].ID] })
+	cpid.InOrder(rows, ids)
 	return rows, nil
 }
 
@@ -271,7 +258,7 @@ func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGra
 			return b.Graph(), err
 		}
 		if n == 0 {
-			return b.Graph(), fmt.Errorf("no change %q", change)
+			return b.Graph(), cpid.NoChange(change)
 		}
 		return b.Graph(), nil
 	}
@@ -334,14 +321,12 @@ func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.
 
 func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid.ChangeLogSet, error) {
 	var set cpid.ChangeLogSet
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = cpid.LogLimit(limit)
 	var started, settled int64
 	var cluster string
 	err := db.QueryRowContext(ctx, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = ?`, change).Scan(&started, &settled, &cluster)
 	if err == sql.ErrNoRows {
-		return set, fmt.Errorf("no change %q", change)
+		return set, cpid.NoChange(change)
 	}
 	if err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)
@@ -383,9 +368,7 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 	if err := rows.Err(); err != nil {
 		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
-	if len(set.Lines) > limit {
-		set.Lines, set.Truncated = set.Lines[:limit], true
-	}
+	set.Truncate(limit)
 	err = db.QueryRowContext(ctx, rel+`
 		SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN ? AND ?)`,
 		change, change, set.FromNS, set.ToNS).Scan(&set.Exact)
@@ -393,47 +376,6 @@ func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid
 		return set, fmt.Errorf("logs of change %s: %w", change, err)
 	}
 	return set, nil
-}
-
-// ObjectRevisions returns the last limit writes of an object in the order
-// reconstruct gave them (seq), bodies included, and whether earlier ones
-// were left out.
-func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int) ([]cpid.Revision, bool, error) {
-	if limit <= 0 {
-		limit = 200
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT * FROM (
-		SELECT r.event_id, r.seq, r.attempt, r.order_by, r.stage_ns, r.writer, e.verb, e.subresource, COALESCE(e.code, 0),
-		       e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
-		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
-		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		WHERE r.resource = ? AND r.namespace = ? AND r.name = ? AND r.api_group = ? AND (?5 = '' OR r.cluster = ?5)
-		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?6)
-		ORDER BY seq, attempt, stage_ns, event_id`, o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, limit+1)
-	if err != nil {
-		return nil, false, fmt.Errorf("revisions of %s: %w", o, err)
-	}
-	defer rows.Close()
-	var out []cpid.Revision
-	for rows.Next() {
-		var r cpid.Revision
-		if err := rows.Scan(&r.EventID, &r.Seq, &r.Attempt, &r.OrderBy, &r.StageNS, &r.Writer, &r.Verb, &r.Subresource,
-			&r.Code, &r.Level, &r.ResourceVersion, &r.CPID, &r.ChangeID, &r.Object, &r.Request); err != nil {
-			return nil, false, err
-		}
-		if r.Object != "" && (r.Attempt || !cpid.IsObjectBody(r.Subresource, []byte(r.Object))) {
-			r.Object = ""
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	more := len(out) > limit
-	if more {
-		out = out[1:]
-	}
-	return out, more, nil
 }
 
 // ChangeSpans returns the controller spans of a change's CPIDs, by start.

@@ -47,10 +47,20 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	return out, rows.Err()
 }
 
-// ObjectHistory returns the writes of one object (cpid.ChangeReader): the
-// last q.Limit that the filters keep, in the order reconstruct gave them,
-// each with its change, what started that change, and its cause.
+// ObjectHistory returns the writes of one object (cpid.ChangeReader,
+// through cpid.ReadService).
 func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.ObjectWrite, bool, error) {
+	return cpid.ReadService{Rows: s}.ObjectHistory(ctx, q)
+}
+
+// ObjectRevisions returns the last limit writes of an object
+// (cpid.ChangeReader, through cpid.ReadService).
+func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int) ([]cpid.Revision, bool, error) {
+	return cpid.ReadService{Rows: s}.ObjectRevisions(ctx, o, limit)
+}
+
+// HistoryRows reads cpid.HistoryColumns (cpid.RowReader).
+func (s *Store) HistoryRows(ctx context.Context, q cpid.HistoryQuery, n int, row func(cpid.RowScan) error) error {
 	o := q.Object
 	conds := []string{`r.resource = ?`, `r.namespace = ?`, `r.name = ?`, `r.api_group = ?`}
 	args := []any{o.Resource, o.Namespace, o.Name, o.Group}
@@ -68,10 +78,10 @@ func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.
 		conds, args = append(conds, `r.stage_ns < ?`), append(args, q.UntilNS)
 	}
 	if q.Writer != "" {
-		conds, args = append(conds, `instr(lower(r.writer), ?) > 0`), append(args, strings.ToLower(q.Writer))
+		conds, args = append(conds, `instr(lower(r.writer), ?) > 0`), append(args, q.Writer)
 	}
 	if q.User != "" {
-		conds, args = append(conds, `instr(lower(e.username), ?) > 0`), append(args, strings.ToLower(q.User))
+		conds, args = append(conds, `instr(lower(e.username), ?) > 0`), append(args, q.User)
 	}
 	if q.Trigger != "" {
 		conds, args = append(conds, `c.trigger = ?`), append(args, string(q.Trigger))
@@ -80,12 +90,8 @@ func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.
 	if q.Bodies {
 		bodies, join = `COALESCE(b.response_object, ''), COALESCE(b.request_object, '')`, `LEFT JOIN audit_bodies b ON b.event_id = r.event_id`
 	}
-	limit := -1 // SQLite: no limit
-	if q.Limit > 0 {
-		limit = q.Limit + 1
-	}
-	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT * FROM (
+	args = append(args, sqlLimit(n))
+	return eachRow(ctx, s.r, `SELECT * FROM (
 		SELECT r.event_id, r.cluster, r.seq, r.order_by, r.stage_ns, e.received_ns, e.verb, e.subresource, COALESCE(e.code, 0),
 		       r.attempt, e.level, e.resource_version, r.writer, r.writer_is_user, e.username, e.user_agent,
 		       COALESCE(r.cpid, ''), COALESCE(r.cpid_origin, ''), COALESCE(r.change_id, ''), COALESCE(c.trigger, ''),
@@ -99,38 +105,42 @@ func (s *Store) ObjectHistory(ctx context.Context, q cpid.HistoryQuery) ([]cpid.
 		LEFT JOIN revisions cr ON cr.event_id = r.cause_event_id `+join+`
 		WHERE `+strings.Join(conds, " AND ")+`
 		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?)
-		ORDER BY seq, attempt, stage_ns, event_id`, args...)
+		ORDER BY seq, attempt, stage_ns, event_id`, args, row)
+}
+
+// RevisionRows reads cpid.RevisionColumns (cpid.RowReader).
+func (s *Store) RevisionRows(ctx context.Context, o cpid.ObjectKey, n int, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.r, `SELECT * FROM (
+		SELECT r.event_id, r.seq, r.attempt, r.order_by, r.stage_ns, r.writer, e.verb, e.subresource, COALESCE(e.code, 0),
+		       e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
+		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		WHERE r.resource = ? AND r.namespace = ? AND r.name = ? AND r.api_group = ? AND (?5 = '' OR r.cluster = ?5)
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT ?6)
+		ORDER BY seq, attempt, stage_ns, event_id`, []any{o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, sqlLimit(n)}, row)
+}
+
+// sqlLimit is a LIMIT of n rows, 0 for all: SQLite's -1.
+func sqlLimit(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// eachRow runs a query and calls row with each row's Scan.
+func eachRow(ctx context.Context, db querier, q string, args []any, row func(cpid.RowScan) error) error {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("history of %s: %w", o, err)
+		return err
 	}
 	defer rows.Close()
-	var out []cpid.ObjectWrite
 	for rows.Next() {
-		var w cpid.ObjectWrite
-		var c cpid.WriteRef
-		if err := rows.Scan(&w.EventID, &w.Cluster, &w.Seq, &w.OrderBy, &w.NS, &w.ReceivedNS, &w.Verb, &w.Subresource, &w.Code,
-			&w.Attempt, &w.Level, &w.ResourceVersion, &w.Writer, &w.WriterIsUser, &w.User, &w.UserAgent,
-			&w.CPID, &w.Origin, &w.Change, &w.Trigger, &w.TriggerDetail, &w.Rule, &c.EventID,
-			&c.NS, &c.Writer, &c.Verb, &c.Subresource, &c.APIGroup, &c.Resource, &c.Namespace, &c.Name,
-			&w.HopNS, &w.Explain, &w.ExplainDetail, &w.Confidence, &w.Object, &w.Request); err != nil {
-			return nil, false, err
+		if err := row(rows.Scan); err != nil {
+			return err
 		}
-		if c.EventID != 0 {
-			w.Cause = &c
-		}
-		if w.Object != "" && (w.Attempt || !cpid.IsObjectBody(w.Subresource, []byte(w.Object))) {
-			w.Object = ""
-		}
-		out = append(out, w)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	more := q.Limit > 0 && len(out) > q.Limit
-	if more {
-		out = out[1:]
-	}
-	return out, more, nil
+	return rows.Err()
 }
 
 // WrittenResources returns the resources with writes in the view's

@@ -2,34 +2,25 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cpid-dev/cpid"
 )
 
 // Timeline returns every write of a change in apiserver order, the critical
-// path marked: the chain of causes that ends at the change's last write.
+// path marked (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Timeline(ctx context.Context, change string) ([]cpid.TimelineEntry, error) {
-	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
-	}
-	ts, err := s.Timelines(ctx, []string{change})
-	return ts[change], err
+	return cpid.ReadService{Rows: s}.Timeline(ctx, change)
 }
 
 // Timelines returns the timelines of these changes in one query
-// (cpid.ChangeReader; the columns of cpid.TimelineColumns); unknown ids
-// are left out.
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Timelines(ctx context.Context, changes []string) (map[string][]cpid.TimelineEntry, error) {
-	out := cpid.TimelineSet{}
-	if len(changes) == 0 {
-		return out, nil
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT r.change_id, r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
+	return cpid.ReadService{Rows: s}.Timelines(ctx, changes)
+}
+
+// TimelineRows reads cpid.TimelineColumns (cpid.RowReader).
+func (s *Store) TimelineRows(ctx context.Context, changes []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.r, `SELECT r.change_id, r.event_id, e.stage_ns, e.received_ns, r.writer, e.verb,
 		COALESCE(CASE WHEN e.subresource IN ('', 'status') AND COALESCE(e.code, 0) < 400 AND r.resource NOT IN (`+cpid.BuiltinResourcesSQL+`)
 		              THEN NULLIF(b.response_object ->> '$.kind', 'Status') END, ''),
 		r.api_group, r.resource, r.namespace, r.name, e.subresource, COALESCE(e.code, 0), r.attempt, COALESCE(r.cpid, ''),
@@ -39,31 +30,26 @@ func (s *Store) Timelines(ctx context.Context, changes []string) (map[string][]c
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		LEFT JOIN audit_bodies b ON b.event_id = r.event_id
 		LEFT JOIN audit_events c ON c.id = r.cause_event_id
-		WHERE r.change_id IN `+inJSON+` ORDER BY r.change_id, e.stage_ns, r.event_id`, jsonList(changes))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := out.Scan(rows.Scan); err != nil {
-			return nil, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out.Done(), nil
+		WHERE r.change_id IN `+inJSON+` ORDER BY r.change_id, e.stage_ns, r.event_id`, []any{jsonList(changes)}, row)
+}
+
+// ChangeExists reports whether the change is stored (cpid.RowReader).
+func (s *Store) ChangeExists(ctx context.Context, change string) (bool, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n)
+	return n > 0, err
 }
 
 // Related returns the CPID and every CPID that descends from it in the merge
-// graph (paper Table 2): the CPID first, then the others sorted.
-func (s *Store) Related(ctx context.Context, cpid string) ([]string, error) {
-	return s.walk(ctx, cpid, descendants("rel", "?1")+` SELECT cpid FROM rel ORDER BY cpid != ?1, cpid`)
+// graph (cpid.ChangeReader, through cpid.ReadService).
+func (s *Store) Related(ctx context.Context, id string) ([]string, error) {
+	return cpid.ReadService{Rows: s}.Related(ctx, id)
 }
 
-// Origins returns the CPID and every CPID it descends from.
-func (s *Store) Origins(ctx context.Context, cpid string) ([]string, error) {
-	return s.walk(ctx, cpid, ancestorsOf("anc", "?1")+` SELECT cpid FROM anc ORDER BY cpid != ?1, cpid`)
+// Origins returns the CPID and every CPID it descends from
+// (cpid.ChangeReader, through cpid.ReadService).
+func (s *Store) Origins(ctx context.Context, id string) ([]string, error) {
+	return cpid.ReadService{Rows: s}.Origins(ctx, id)
 }
 
 // CPIDs returns the CPIDs of the merge graph that start with prefix.
@@ -74,59 +60,37 @@ func (s *Store) CPIDs(ctx context.Context, prefix string, limit int) ([]string, 
 		ORDER BY 1 LIMIT ?2`, prefix, limit)
 }
 
-func (s *Store) walk(ctx context.Context, cpid, q string) ([]string, error) {
+// InMergeGraph reports whether a mergelog has the CPID, as its own or as
+// a source (cpid.RowReader).
+func (s *Store) InMergeGraph(ctx context.Context, id string) (bool, error) {
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM mergelogs WHERE cpid = ?1)
-		+ (SELECT count(*) FROM mergelog_sources WHERE source_cpid = ?1)`, cpid).Scan(&n); err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("no CPID %q in the merge graph", cpid)
-	}
-	rows, err := s.r.QueryContext(ctx, q, cpid)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM mergelogs WHERE cpid = ?1)
+		+ (SELECT count(*) FROM mergelog_sources WHERE source_cpid = ?1)`, id).Scan(&n)
+	return n > 0, err
 }
 
-// Spans returns the spans of a change: one apiserver span per write of the
-// change, and the controller spans of every CPID related to it.
+// WalkDAG returns the CPID and those descending from it, or with up those
+// it descends from (cpid.RowReader).
+func (s *Store) WalkDAG(ctx context.Context, id string, up bool) ([]string, error) {
+	if up {
+		return column(ctx, s.r, ancestorsOf("anc", "?1")+` SELECT cpid FROM anc ORDER BY cpid != ?1, cpid`, id)
+	}
+	return column(ctx, s.r, descendants("rel", "?1")+` SELECT cpid FROM rel ORDER BY cpid != ?1, cpid`, id)
+}
+
+// Spans returns the spans of a change (cpid.ChangeReader, through
+// cpid.ReadService).
 func (s *Store) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error) {
-	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("no change %q (cpid-tui query changes lists them)", change)
-	}
-	rows, err := s.r.QueryContext(ctx, descendants("rel", "?1")+`
+	return cpid.ReadService{Rows: s}.Spans(ctx, change)
+}
+
+// SpanRows reads the spans of a change (cpid.RowReader).
+func (s *Store) SpanRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.r, descendants("rel", "?1")+`
 		SELECT kind, span_id, parent_id, COALESCE(cpid, ''), service, name, start_ns, end_ns FROM spans
 		WHERE (kind = 'apiserver' AND event_id IN (SELECT event_id FROM revisions WHERE change_id = ?1))
 		   OR (kind = 'controller' AND cpid IN (SELECT cpid FROM rel))
-		ORDER BY start_ns, span_id`, change)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []cpid.SpanRow
-	for rows.Next() {
-		var r cpid.SpanRow
-		if err := rows.Scan(&r.Kind, &r.SpanID, &r.ParentID, &r.CPID, &r.Service, &r.Name, &r.StartNS, &r.EndNS); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		ORDER BY start_ns, span_id`, []any{change}, row)
 }
 
 // descendants is the WITH clause of the walk down the merge DAG: the CPIDs

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // env is what a command may touch besides its own flags: the standard
@@ -127,6 +129,10 @@ func run(ctx context.Context, e *env, args []string) int {
 	case errors.Is(err, errBadLines):
 		fmt.Fprintf(e.stderr, "%s: %v\n", c.CommandPath(), err)
 		return exitBadLines
+	case cpid.ErrorCode(err) == cpid.ENOTFOUND:
+		// The store says what it did not find; where to look is ours.
+		fmt.Fprintf(e.stderr, "%s: %v (%s query changes lists the changes and their CPIDs)\n", c.CommandPath(), err, e.prog)
+		return exitFailure
 	}
 	fmt.Fprintf(e.stderr, "%s: %v\n", c.CommandPath(), err)
 	return exitFailure
