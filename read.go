@@ -53,8 +53,13 @@ type ChangeQuery struct {
 	Trigger Trigger
 }
 
-// writeVerbs are the verbs of writes, which a filter may name.
-var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "apply"}
+// WriteVerbs are the verbs of the audit events that write an object: the
+// writes reconstruct reads.
+var WriteVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
+
+// writeVerbs are the verbs of writes, which a filter may name: "apply" is
+// how a person may call a server-side apply's patch.
+var writeVerbs = append(slices.Clone(WriteVerbs), "apply")
 
 // FilterWrites says what else than names and writers a changes filter may
 // match in a change's writes: a verb, when the filter is part of one or

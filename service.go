@@ -299,3 +299,22 @@ func lastOf[T any](rows []T, limit int) ([]T, bool) {
 	}
 	return rows, false
 }
+
+// Rows is a driver's result set, as EachRow reads it (database/sql's
+// *Rows, pgx's Rows).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// EachRow calls row with the Scan of each row of rows, and returns the
+// first error, of row or of rows. The caller closes rows.
+func EachRow(rows Rows, row func(RowScan) error) error {
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -33,16 +33,8 @@ func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
 		if err := rows.Scan(&k, &v); err != nil {
 			return w, err
 		}
-		switch k {
-		case "event_id":
-			fmt.Sscan(string(v), &w.EventID)
-		case "cutoff_ns":
-			fmt.Sscan(string(v), &w.CutoffNS)
-		case "log_id":
-			fmt.Sscan(string(v), &w.LogID)
-		case "engine":
-			w.EngineData = v
-			w.HasState = len(v) > 0
+		if err := w.Set(k, v); err != nil {
+			return w, err
 		}
 	}
 	return w, rows.Err()
@@ -450,8 +442,11 @@ func (d *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 	if err := d.begin(ctx); err != nil {
 		return err
 	}
-	for k, v := range map[string][]byte{"event_id": fmt.Append(nil, w.EventID), "cutoff_ns": fmt.Append(nil, w.CutoffNS),
-		"log_id": fmt.Append(nil, w.LogID), "engine": w.EngineData} {
+	for k, v := range w.Fields() {
+		// The column is bytea: the numbers as their decimal text.
+		if n, ok := v.(int64); ok {
+			v = fmt.Append(nil, n)
+		}
 		if _, err := d.tx.Exec(ctx, `INSERT INTO reconstruct_state(cluster, key, value) VALUES ($1, $2, $3)
 			ON CONFLICT (cluster, key) DO UPDATE SET value = excluded.value`, d.cluster, k, v); err != nil {
 			return err

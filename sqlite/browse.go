@@ -24,8 +24,9 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 		(SELECT COALESCE(max(id), 0) FROM audit_events),
 		(SELECT COALESCE(max(id), 0) FROM log_records),
 		(SELECT COALESCE(max(stage_ns), 0) FROM audit_events),
-		COALESCE((SELECT max(CAST(value AS INTEGER)) FROM reconstruct_state WHERE key = 'event_id' AND (?1 = '' OR cluster = ?1)), 0),
-		COALESCE((SELECT max(CAST(value AS INTEGER)) FROM reconstruct_state WHERE key = 'cutoff_ns' AND (?1 = '' OR cluster = ?1)), 0)`, s.cluster).
+		COALESCE((SELECT max(CAST(value AS INTEGER)) FROM reconstruct_state WHERE key = ?2 AND (?1 = '' OR cluster = ?1)), 0),
+		COALESCE((SELECT max(CAST(value AS INTEGER)) FROM reconstruct_state WHERE key = ?3 AND (?1 = '' OR cluster = ?1)), 0)`,
+		s.cluster, cpid.WatermarkEventID, cpid.WatermarkCutoffNS).
 		Scan(&v.Events, &v.Logs, &v.NewestNS, &v.Reconstructed, &v.CutoffNS)
 	if err != nil {
 		return v, fmt.Errorf("data version: %w", err)

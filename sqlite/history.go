@@ -135,12 +135,7 @@ func eachRow(ctx context.Context, db querier, q string, args []any, row func(cpi
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return cpid.EachRow(rows, row)
 }
 
 // WrittenResources returns the resources with writes in the view's

@@ -27,16 +27,8 @@ func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
 		if err := rows.Scan(&k, &v); err != nil {
 			return w, err
 		}
-		switch k {
-		case "event_id":
-			w.EventID, _ = v.(int64)
-		case "cutoff_ns":
-			w.CutoffNS, _ = v.(int64)
-		case "log_id":
-			w.LogID, _ = v.(int64)
-		case "engine":
-			w.EngineData, _ = v.([]byte)
-			w.HasState = len(w.EngineData) > 0
+		if err := w.Set(k, v); err != nil {
+			return w, err
 		}
 	}
 	return w, rows.Err()

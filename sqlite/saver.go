@@ -446,7 +446,7 @@ func (sv *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 			return fmt.Errorf("create index again: %w", err)
 		}
 	}
-	for k, v := range map[string]any{"event_id": w.EventID, "cutoff_ns": w.CutoffNS, "log_id": w.LogID, "engine": w.EngineData} {
+	for k, v := range w.Fields() {
 		if _, err := sv.tx.ExecContext(ctx, `INSERT OR REPLACE INTO reconstruct_state(cluster, key, value) VALUES (?, ?, ?)`,
 			sv.cluster, k, v); err != nil {
 			return err
