@@ -12,16 +12,7 @@ import (
 // PodWrites returns every successful write of the Pods that a change
 // created (all changes when change is ""), in apiserver order.
 func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, error) {
-	rows, err := s.r.QueryContext(ctx, `WITH created AS (
-		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster FROM revisions r JOIN audit_events e ON e.id = r.event_id
-		WHERE r.resource = 'pods' AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
-		  AND r.change_id IS NOT NULL AND (?1 = '' OR r.change_id = ?1))
-		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, b.response_object
-		FROM created c JOIN changes ch ON ch.id = c.change_id
-		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
-		  AND r.cluster = c.cluster AND r.stage_ns >= c.stage_ns AND r.attempt = 0
-		JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		ORDER BY e.stage_ns, e.id`, change)
+	rows, err := s.r.QueryContext(ctx, podWritesSQL(change), change)
 	if err != nil {
 		return nil, err
 	}
@@ -41,12 +32,51 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, 
 	return out, rows.Err()
 }
 
+// podWritesSQL is PodWrites' query. For one change, the Pods it created
+// are found first (MATERIALIZED) from its writes (revisions_change; the
+// unary + keeps SQLite from reading every write of a Pod through
+// revisions_object instead), then each Pod's writes by revisions_object:
+// otherwise SQLite joins in the other order and reads every Pod write of
+// the database (TestSLIIndexUsed).
+func podWritesSQL(change string) string {
+	created, pods := `WITH created AS (`, `r.resource = 'pods'`
+	if change != "" {
+		created, pods = `WITH created AS MATERIALIZED (`, `+r.resource = 'pods'`
+	}
+	return created + `
+		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		WHERE ` + pods + ` AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
+		  AND ` + changeCond("r", change) + `)
+		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, b.response_object
+		FROM created c JOIN changes ch ON ch.id = c.change_id
+		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
+		  AND r.cluster = c.cluster AND r.stage_ns >= c.stage_ns AND r.attempt = 0
+		JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		ORDER BY e.stage_ns, e.id`
+}
+
+// changeCond is the condition on the change of revisions r: the change ?1,
+// or any change when change is "". Written apart: SQLite cannot answer
+// "(?1 is empty OR r.change_id = ?1)" from the index revisions_change and
+// would read every write (TestSLIIndexUsed).
+func changeCond(r, change string) string {
+	if change == "" {
+		return r + `.change_id IS NOT NULL AND ?1 = ''`
+	}
+	return r + `.change_id = ?1`
+}
+
+// hopsSQL is Hops' query: ?1 the change, ?2 the view's cluster.
+func hopsSQL(change string) string {
+	return `SELECT writer, hop_ns, COALESCE(cause_rule, ''), COALESCE(explain, ''), resource FROM revisions r
+		WHERE hop_ns IS NOT NULL AND attempt = 0 AND ` + changeCond("r", change) + `
+		AND (?2 = '' OR cluster = ?2) ORDER BY event_id`
+}
+
 // Hops returns the hop latencies of every explained write of a change (all
 // changes when change is "").
 func (s *Store) Hops(ctx context.Context, change string) ([]cpid.Hop, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT writer, hop_ns, COALESCE(cause_rule, ''), COALESCE(explain, ''), resource FROM revisions
-		WHERE hop_ns IS NOT NULL AND attempt = 0 AND change_id IS NOT NULL AND (?1 = '' OR change_id = ?1)
-		AND (?2 = '' OR cluster = ?2) ORDER BY event_id`, change, s.cluster)
+	rows, err := s.r.QueryContext(ctx, hopsSQL(change), change, s.cluster)
 	if err != nil {
 		return nil, err
 	}

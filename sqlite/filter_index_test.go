@@ -1,0 +1,166 @@
+package sqlite
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// queryPlan is SQLite's plan of q, its steps joined by "; ".
+func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
+	t.Helper()
+	rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "; ")
+}
+
+// TestFilterIndexUsed: the terminal UI's filter, run at each key for the
+// count and the page, reads the changes through the narrow index
+// changes_search and the writes' names and writers through
+// revisions_names and revisions_writers (migration 0012); a query that
+// no longer matches them word for word reads every change's row or every
+// write again.
+func TestFilterIndexUsed(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	for _, cluster := range []string{"", "c"} {
+		v := s.InCluster(cluster)
+		// "web": no verb or code; "update": a verb; "409": a code.
+		for _, f := range []string{"web", "update", "409"} {
+			where, args := v.changeFilter(cpid.ChangeQuery{Filter: f})
+			for _, q := range []string{
+				`SELECT count(*) FROM changes c ` + where,
+				`SELECT c.id FROM changes c ` + where + ` ORDER BY c.started_ns DESC, c.id LIMIT 50 OFFSET 0`,
+			} {
+				p := queryPlan(t, s, q, args...)
+				for _, want := range []string{"INDEX changes_search", "COVERING INDEX revisions_names", "COVERING INDEX revisions_writers"} {
+					if cluster == "" && !strings.Contains(p, want) {
+						t.Errorf("filter %q, cluster %q: %s\nplan: %s\nwant %s", f, cluster, q, p, want)
+					}
+				}
+				for _, scan := range []string{"SCAN revisions", "SCAN r ", "SCAN e", "SCAN audit_events"} {
+					if strings.Contains(p+" ", scan) {
+						t.Errorf("filter %q, cluster %q: %s\nplan: %s\nreads every write (%s)", f, cluster, q, p, scan)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSLIIndexUsed: query sli --change finds the change's writes through
+// revisions_change and each Pod's writes through revisions_object, never
+// by reading every write (or every Pod's).
+func TestSLIIndexUsed(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	p := queryPlan(t, s, podWritesSQL("x"), "x")
+	if !strings.Contains(p, "MATERIALIZE created; SEARCH r USING INDEX revisions_change (change_id=?)") ||
+		!strings.Contains(p, "SEARCH r USING INDEX revisions_object (resource=? AND namespace=? AND name=?)") {
+		t.Errorf("PodWrites of one change, plan: %s\nwant its writes by revisions_change, then each Pod's by revisions_object", p)
+	}
+	if p := queryPlan(t, s, hopsSQL("x"), "x", ""); !strings.Contains(p, "INDEX revisions_change (change_id=?)") {
+		t.Errorf("Hops of one change, plan: %s\nwant revisions_change", p)
+	}
+}
+
+// TestFilterMatches: the filter finds what it says on the real fixture,
+// checked against every change and write read back and matched in Go: a
+// change whose own row (namespace, name, resource, user, id, cluster)
+// contains the filter, or with a write whose object name or writer does,
+// or whose verb[/subresource] does, or whose code it is (a failing code
+// only for failed attempts).
+func TestFilterMatches(t *testing.T) {
+	s := ingestFixture(t)
+	ctx := context.Background()
+	type write struct {
+		name, writer, verb string
+		code               int
+		attempt            bool
+	}
+	own := map[string]string{}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, namespace, name, resource, user, cluster FROM changes`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, ns, name, res, user, cluster string
+		if err := rows.Scan(&id, &ns, &name, &res, &user, &cluster); err != nil {
+			t.Fatal(err)
+		}
+		own[id] = strings.ToLower(strings.Join([]string{ns, name, res, user, id, cluster}, "\x1f"))
+	}
+	rows.Close()
+	writes := map[string][]write{}
+	rows, err = s.r.QueryContext(ctx, `SELECT r.change_id, r.name, r.writer, e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END,
+		COALESCE(e.code, 0), r.attempt FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var w write
+		if err := rows.Scan(&id, &w.name, &w.writer, &w.verb, &w.code, &w.attempt); err != nil {
+			t.Fatal(err)
+		}
+		writes[id] = append(writes[id], w)
+	}
+	rows.Close()
+	if len(own) < 5 || len(writes) < 5 {
+		t.Fatalf("%d changes, %d with writes: the fixture was not reconstructed", len(own), len(writes))
+	}
+	for _, f := range []string{"web", "WEB", "kube-scheduler", "Scheduler", "replicaset-controller", "kwok", "update/status", "patch",
+		"binding", "201", "409", "default", "%", "_", "w_b", "no-such-thing", "n", "ns"} {
+		verb, code := cpid.FilterWrites(f)
+		lf := strings.ToLower(f)
+		var want []string
+		for id, text := range own {
+			ok := strings.Contains(text, lf)
+			for _, w := range writes[id] {
+				ok = ok || strings.Contains(strings.ToLower(w.name), lf) || strings.Contains(strings.ToLower(w.writer), lf) ||
+					verb && strings.Contains(w.verb, lf) || code != 0 && w.code == code && (code < 300 || w.attempt)
+			}
+			if ok {
+				want = append(want, id)
+			}
+		}
+		cs, err := s.Changes(ctx, cpid.ChangeQuery{Filter: f, Limit: 100000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range cs {
+			got = append(got, c.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("filter %q: %d changes, want %d\ngot  %v\nwant %v", f, len(got), len(want), got, want)
+		}
+		n, err := s.CountChanges(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(want) {
+			t.Errorf("CountChanges(%q) = %d, want %d", f, n, len(want))
+		}
+	}
+}
