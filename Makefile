@@ -151,7 +151,8 @@ bench: build
 
 # Ten million synthetic events (about 20 GB decoded, several GB on disk):
 # ingest, reconstruct, the queries and the TUI keys on SQLite and
-# PostgreSQL; writes docs/BENCHMARKS-10M.md. Not part of make bench.
+# PostgreSQL (PG_EVENTS of them); writes its section of docs/BENCHMARKS.md,
+# which make bench keeps. Not part of make bench.
 bench-10m: build
 	fixtures/bench10m.sh
 

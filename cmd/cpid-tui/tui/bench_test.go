@@ -1,16 +1,22 @@
 package tui
 
 import (
+	"context"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cpid-dev/cpid/postgres"
 )
 
 // BenchmarkBrowse measures how long the UI takes to answer, on the database
-// named by CPID_BROWSE_DB (make one with fixtures/synth, cpid-tui ingest
-// and cpid-tui reconstruct; docs/TUI.md has the figures for a million
-// events). Each key is timed from the key press to the screen drawn with
+// named by CPID_BROWSE_DB, a SQLite file or a postgres:// URL (make one
+// with fixtures/synth, cpid-tui ingest and cpid-tui reconstruct;
+// docs/BENCHMARKS.md has the figures for a million and ten million events). Each key is timed from the key press to the screen drawn with
 // the data its queries brought, queries included; max-ms is the slowest.
 func BenchmarkBrowse(b *testing.B) {
 	path := os.Getenv("CPID_BROWSE_DB")
@@ -21,7 +27,7 @@ func BenchmarkBrowse(b *testing.B) {
 		var worst time.Duration
 		for b.Loop() {
 			start := time.Now()
-			m := newTestAt(b, path, 100, 30, Options{})
+			m := openBench(b, path)
 			m.Render()
 			worst = max(worst, time.Since(start))
 		}
@@ -44,7 +50,7 @@ func BenchmarkBrowse(b *testing.B) {
 		{"dag-origins", []string{"enter", "j", "j", "j", "j", "j"}, [][]string{{"o"}, {"esc"}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			m := newTestAt(b, path, 100, 30, Options{})
+			m := openBench(b, path)
 			press(b, m, c.setup...)
 			var times []time.Duration
 			i := 0
@@ -59,9 +65,27 @@ func BenchmarkBrowse(b *testing.B) {
 		})
 	}
 	b.Run("refresh-check", func(b *testing.B) {
-		m := newTestAt(b, path, 100, 30, Options{})
+		m := openBench(b, path)
 		for b.Loop() {
 			drive(b, m, tickMsg{})
 		}
 	})
+}
+
+// openBench opens the UI at 100x30 on the database at path, SQLite or
+// PostgreSQL.
+func openBench(b *testing.B, path string) *Model {
+	b.Helper()
+	if !strings.HasPrefix(path, "postgres://") && !strings.HasPrefix(path, "postgresql://") {
+		return newTestAt(b, path, 100, 30, Options{})
+	}
+	st, err := postgres.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	m := New(context.Background(), st, Options{Now: fixedNow})
+	drive(b, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	run(b, m, m.Init())
+	return m
 }
