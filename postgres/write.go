@@ -19,6 +19,11 @@ import (
 // at once. The batch's checkpoints are stored in the same transaction. The
 // records go to the view's cluster (cpid.DefaultCluster for a view of every
 // cluster).
+//
+// The new records are copied (COPY) into the session's staging tables
+// (stage.go) and moved from there by one INSERT ... SELECT per table, in
+// the batch's order: a batch costs a dozen round trips and statements,
+// whatever its size.
 func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	var res cpid.Written
 	ownA, ownL, err := b.Owners()
@@ -28,77 +33,46 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	cluster := s.own()
 	dups := make([]int, len(b.Checkpoints))
 	afterCommit := func() {}
+	var buf copyBuf
 	err = s.retry(ctx, func(tx pgx.Tx) error {
 		res = cpid.Written{}
 		clear(dups)
-		files, err := fileIDs(ctx, tx, cluster, b)
+		files, aNew, lNew, err := lookUp(ctx, tx, cluster, b)
 		if err != nil {
 			return err
 		}
-		// Each insert says whether it stored the row (RETURNING id);
-		// the statements go to the server in one round trip. A row
-		// already stored is skipped before the insert, so that it takes no
-		// id: ids number rows in the order they were stored, as in SQLite
-		// (ON CONFLICT alone would spend one).
-		var q pgx.Batch
-		for i := range b.Audits {
-			a := &b.Audits[i]
-			q.Queue(`INSERT INTO audit_events(hash, audit_id, stage, level, verb, request_uri, api_group, api_version,
-				resource, subresource, namespace, name, uid, resource_version, username, user_agent, source_ips, code,
-				received_ns, stage_ns, cpid, cpid_ancestors, owner_refs, annotations, redacted, file_id, line, cluster, traceparent)
-				SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29
-				WHERE NOT EXISTS (SELECT 1 FROM audit_events WHERE hash = $1)
-				ON CONFLICT (hash) DO NOTHING RETURNING id`,
-				a.Hash[:], a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI, a.APIGroup, a.APIVersion,
-				a.Resource, a.Subresource, a.Namespace, a.Name, a.UID, a.ResourceVersion, a.Username, a.UserAgent,
-				cpid.JSONStrings(a.SourceIPs), orNil(int64(a.Code)), a.ReceivedNS, a.StageNS, orNil(a.CPID), cpid.JSONStrings(a.CPIDAncestors),
-				cpid.JSONText(a.OwnerRefs), cpid.JSONText(a.Annotations), flag(a.Redacted), files[a.File], a.Line, cluster, orNil(a.Traceparent))
+		ids, err := storeAudits(ctx, tx, &buf, cluster, b.Audits, aNew, files)
+		if err != nil {
+			return err
 		}
-		for i := range b.Logs {
-			l := &b.Logs[i]
-			q.Queue(`INSERT INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line, cluster)
-				SELECT $1,$2,$3,$4,$5,$6,$7,$8,$9,$10 WHERE NOT EXISTS (SELECT 1 FROM log_records WHERE hash = $1)
-				ON CONFLICT (hash) DO NOTHING RETURNING id`,
-				l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg, orNil(l.CPID), string(l.Fields), files[l.File], l.Line, cluster)
-		}
-		br := tx.SendBatch(ctx, &q)
 		var bodies []blocks.Body
 		for i := range b.Audits {
 			a := &b.Audits[i]
-			var id int64
-			switch err := br.QueryRow().Scan(&id); {
-			case err == pgx.ErrNoRows:
+			if ids[i] == 0 {
 				res.AuditDups++
 				if ownA != nil {
 					dups[ownA[i]]++
 				}
 				continue
-			case err != nil:
-				br.Close()
-				return fmt.Errorf("insert audit event %s: %w", a.Pos, err)
 			}
 			res.Audits++
-			bodies = append(bodies, blocks.NewBody(id, a.Verb, a.RequestObject, a.ResponseObject, a.ResponseStatus))
+			bodies = append(bodies, blocks.NewBody(ids[i], a.Verb, a.RequestObject, a.ResponseObject, a.ResponseStatus))
+		}
+		stored, err := storeLogs(ctx, tx, &buf, cluster, b.Logs, lNew, files)
+		if err != nil {
+			return err
 		}
 		for i := range b.Logs {
-			var id int64
-			switch err := br.QueryRow().Scan(&id); {
-			case err == pgx.ErrNoRows:
+			if !stored[i] {
 				res.LogDups++
 				if ownL != nil {
 					dups[ownL[i]]++
 				}
 				continue
-			case err != nil:
-				br.Close()
-				return fmt.Errorf("insert log record %s: %w", b.Logs[i].Pos, err)
 			}
 			res.Logs++
 		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		if afterCommit, err = s.bodies.Write(ctx, blockTx{tx}, cluster, bodies); err != nil {
+		if afterCommit, err = s.bodies.Write(ctx, copyBlockTx{blockTx{tx}, &buf}, cluster, bodies); err != nil {
 			return err
 		}
 		return checkpoints(ctx, tx, cluster, b.Checkpoints, dups)
@@ -111,55 +85,216 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 	return res, nil
 }
 
-// fileIDs stores the batch's files of cluster and returns their ids.
-func fileIDs(ctx context.Context, tx pgx.Tx, cluster string, b *cpid.Batch) (map[string]int64, error) {
-	ids := map[string]int64{}
+// lookUp stores the batch's files of cluster and returns their ids, and
+// which records of the batch are new: the first of each hash, when the
+// hash is not stored yet. One round trip.
+func lookUp(ctx context.Context, tx pgx.Tx, cluster string, b *cpid.Batch) (files map[string]int64, audits, logs []bool, err error) {
+	files = map[string]int64{}
 	var paths []string
 	for i := range b.Audits {
-		if _, ok := ids[b.Audits[i].File]; !ok {
-			ids[b.Audits[i].File] = 0
+		if _, ok := files[b.Audits[i].File]; !ok {
+			files[b.Audits[i].File] = 0
 			paths = append(paths, b.Audits[i].File)
 		}
 	}
 	for i := range b.Logs {
-		if _, ok := ids[b.Logs[i].File]; !ok {
-			ids[b.Logs[i].File] = 0
+		if _, ok := files[b.Logs[i].File]; !ok {
+			files[b.Logs[i].File] = 0
 			paths = append(paths, b.Logs[i].File)
 		}
 	}
-	if len(paths) == 0 {
-		return ids, nil
+	audits, aHashes := firsts(len(b.Audits), func(i int) [16]byte { return b.Audits[i].Hash })
+	logs, lHashes := firsts(len(b.Logs), func(i int) [16]byte { return b.Logs[i].Hash })
+	var q pgx.Batch
+	if len(paths) > 0 {
+		// Paths stored already are skipped before the insert, so that
+		// they take no id (ON CONFLICT alone would spend one): ids number
+		// files in the order they were first stored, as in SQLite,
+		// however the records were batched.
+		q.Queue(`WITH added AS (INSERT INTO files(path, cluster) SELECT p, $2 FROM unnest($1::text[]) WITH ORDINALITY AS u(p, n)
+			WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.cluster = $2 AND f.path = u.p) ORDER BY n
+			ON CONFLICT (cluster, path) DO NOTHING RETURNING path, id)
+			SELECT path, id FROM added UNION ALL SELECT path, id FROM files WHERE cluster = $2 AND path = ANY($1)`, paths, cluster).
+			Query(func(rows pgx.Rows) error {
+				var p string
+				var id int64
+				_, err := pgx.ForEachRow(rows, []any{&p, &id}, func() error {
+					files[p] = id
+					return nil
+				})
+				if err != nil {
+					return fmt.Errorf("store files: %w", err)
+				}
+				return nil
+			})
 	}
-	// Paths stored already are skipped before the insert, so that they
-	// take no id (ON CONFLICT alone would spend one): ids number files in
-	// the order they were first stored, as in SQLite, however the records
-	// were batched.
-	if _, err := tx.Exec(ctx, `INSERT INTO files(path, cluster) SELECT p, $2 FROM unnest($1::text[]) WITH ORDINALITY AS u(p, n)
-		WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.cluster = $2 AND f.path = u.p) ORDER BY n
-		ON CONFLICT (cluster, path) DO NOTHING`, paths, cluster); err != nil {
-		return nil, fmt.Errorf("store files: %w", err)
-	}
-	rows, err := tx.Query(ctx, `SELECT path, id FROM files WHERE cluster = $2 AND path = ANY($1)`, paths, cluster)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var p string
-		var id int64
-		if err := rows.Scan(&p, &id); err != nil {
-			return nil, err
+	// A record already stored is skipped before the insert, so that it
+	// takes no id: ids number rows in the order they were stored, as in
+	// SQLite (ON CONFLICT alone would spend one).
+	stored := func(table string, hashes map[[16]byte]int, isNew []bool) {
+		if len(hashes) == 0 {
+			return
 		}
-		ids[p] = id
+		list := make([][]byte, 0, len(hashes))
+		for h := range hashes {
+			list = append(list, h[:])
+		}
+		q.Queue(`SELECT hash FROM `+table+` WHERE hash = ANY($1)`, list).Query(func(rows pgx.Rows) error {
+			var h []byte
+			_, err := pgx.ForEachRow(rows, []any{&h}, func() error {
+				if i, ok := hashes[[16]byte(h)]; ok {
+					isNew[i] = false
+				}
+				return nil
+			})
+			return err
+		})
 	}
-	return ids, rows.Err()
+	stored("audit_events", aHashes, audits)
+	stored("log_records", lHashes, logs)
+	if q.Len() == 0 {
+		return files, audits, logs, nil
+	}
+	if err := tx.SendBatch(ctx, &q).Close(); err != nil {
+		return nil, nil, nil, err
+	}
+	return files, audits, logs, nil
 }
 
-// checkpoints stores the tailer's positions and adds its counters.
+// firsts marks the first record of each hash among n, and returns the
+// index of each hash's first.
+func firsts(n int, hash func(int) [16]byte) ([]bool, map[[16]byte]int) {
+	isNew := make([]bool, n)
+	index := make(map[[16]byte]int, n)
+	for i := range n {
+		h := hash(i)
+		if _, ok := index[h]; !ok {
+			index[h] = i
+			isNew[i] = true
+		}
+	}
+	return isNew, index
+}
+
+// auditWriteColumns are the columns of audit_events a batch fills, but cluster.
+const auditWriteColumns = `hash, audit_id, stage, level, verb, request_uri, api_group, api_version, resource, subresource, namespace,
+	name, uid, resource_version, username, user_agent, source_ips, code, received_ns, stage_ns, cpid, cpid_ancestors, owner_refs,
+	annotations, redacted, file_id, line, traceparent`
+
+// storeAudits stores the new audit events (isNew) of cluster, in order,
+// and returns the id of each event of the batch, 0 for one not stored.
+func storeAudits(ctx context.Context, tx pgx.Tx, buf *copyBuf, cluster string, as []cpid.Audit, isNew []bool, files map[string]int64) ([]int64, error) {
+	ids := make([]int64, len(as))
+	index := map[[16]byte]int{}
+	buf.header()
+	for i := range as {
+		if !isNew[i] {
+			continue
+		}
+		a := &as[i]
+		index[a.Hash] = i
+		buf.row(29)
+		buf.int8(int64(i))
+		buf.bytes(a.Hash[:])
+		for _, s := range []string{a.AuditID, a.Stage, a.Level, a.Verb, a.RequestURI, a.APIGroup, a.APIVersion, a.Resource,
+			a.Subresource, a.Namespace, a.Name, a.UID, a.ResourceVersion, a.Username, a.UserAgent} {
+			buf.text(s)
+		}
+		buf.strings(a.SourceIPs)
+		buf.int8OrNull(int64(a.Code))
+		buf.int8(a.ReceivedNS)
+		buf.int8(a.StageNS)
+		buf.textOrNull(a.CPID)
+		buf.strings(a.CPIDAncestors)
+		buf.json(a.OwnerRefs)
+		buf.json(a.Annotations)
+		buf.int8(flag(a.Redacted))
+		buf.int8(files[a.File])
+		buf.int8(int64(a.Line))
+		buf.textOrNull(a.Traceparent)
+	}
+	if len(index) == 0 {
+		return ids, nil
+	}
+	if err := buf.send(ctx, tx, "cpid_stage_audits", "n, "+auditWriteColumns); err != nil {
+		return nil, err
+	}
+	// ON CONFLICT skips what another writer stored since lookUp.
+	rows, err := tx.Query(ctx, `INSERT INTO audit_events(`+auditWriteColumns+`, cluster)
+		SELECT `+auditWriteColumns+`, $1 FROM cpid_stage_audits ORDER BY n
+		ON CONFLICT (hash) DO NOTHING RETURNING id, hash`, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("insert audit events: %w", err)
+	}
+	var id int64
+	var h []byte
+	_, err = pgx.ForEachRow(rows, []any{&id, &h}, func() error {
+		ids[index[[16]byte(h)]] = id
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert audit events: %w", err)
+	}
+	return ids, nil
+}
+
+// logWriteColumns are the columns of log_records a batch fills, but cluster.
+const logWriteColumns = `hash, ts_ns, level, component, msg, cpid, fields, file_id, line`
+
+// storeLogs stores the new log records (isNew) of cluster, in order, and
+// returns which records of the batch it stored.
+func storeLogs(ctx context.Context, tx pgx.Tx, buf *copyBuf, cluster string, ls []cpid.Log, isNew []bool, files map[string]int64) ([]bool, error) {
+	stored := make([]bool, len(ls))
+	index := map[[16]byte]int{}
+	buf.header()
+	for i := range ls {
+		if !isNew[i] {
+			continue
+		}
+		l := &ls[i]
+		index[l.Hash] = i
+		buf.row(10)
+		buf.int8(int64(i))
+		buf.bytes(l.Hash[:])
+		buf.int8(l.TimeNS)
+		buf.text(l.Level)
+		buf.text(l.Component)
+		buf.text(l.Msg)
+		buf.textOrNull(l.CPID)
+		buf.bytes(l.Fields)
+		buf.int8(files[l.File])
+		buf.int8(int64(l.Line))
+	}
+	if len(index) == 0 {
+		return stored, nil
+	}
+	if err := buf.send(ctx, tx, "cpid_stage_logs", "n, "+logWriteColumns); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO log_records(`+logWriteColumns+`, cluster)
+		SELECT `+logWriteColumns+`, $1 FROM cpid_stage_logs ORDER BY n
+		ON CONFLICT (hash) DO NOTHING RETURNING hash`, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("insert log records: %w", err)
+	}
+	var h []byte
+	_, err = pgx.ForEachRow(rows, []any{&h}, func() error {
+		stored[index[[16]byte(h)]] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert log records: %w", err)
+	}
+	return stored, nil
+}
+
+// checkpoints stores the tailer's positions and adds its counters, in one
+// round trip.
 func checkpoints(ctx context.Context, tx pgx.Tx, cluster string, cks []cpid.Checkpoint, dups []int) error {
 	now := time.Now().UnixNano()
+	var q pgx.Batch
 	for i, c := range cks {
-		_, err := tx.Exec(ctx, `INSERT INTO tail_checkpoints(cluster, source, file, fingerprint, fingerprint_len, "offset",
+		q.Queue(`INSERT INTO tail_checkpoints(cluster, source, file, fingerprint, fingerprint_len, "offset",
 			line, device, inode, lines, records, dups, bad, possible_loss, newest_ns, committed_ns)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)
 			ON CONFLICT (cluster, source) DO UPDATE SET file = excluded.file, fingerprint = excluded.fingerprint,
@@ -171,11 +306,18 @@ func checkpoints(ctx context.Context, tx pgx.Tx, cluster string, cks []cpid.Chec
 			newest_ns = GREATEST(tail_checkpoints.newest_ns, excluded.newest_ns), committed_ns = excluded.committed_ns`,
 			cluster, c.Source, c.File, c.Fingerprint[:], c.FingerprintLen, c.Offset, c.Line, int64(c.Device), int64(c.Inode),
 			c.Lines, c.Audits+c.Logs-dups[i], dups[i], c.Bad, c.PossibleLoss, c.NewestNS, now)
-		if err != nil {
+	}
+	if q.Len() == 0 {
+		return nil
+	}
+	br := tx.SendBatch(ctx, &q)
+	for _, c := range cks {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
 			return fmt.Errorf("store checkpoint of %s: %w", c.Source, err)
 		}
 	}
-	return nil
+	return br.Close()
 }
 
 // orNil is v, or NULL for its zero value.
