@@ -89,6 +89,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 	status := fs.Bool("status", false, "print where each followed log stands and its counters, then exit")
 	poll := fs.Duration("poll", time.Second, "check every log this often, whatever fsnotify reports")
 	batch := fs.Int("batch", 5000, "most records per transaction")
+	commitEvery := fs.Duration("commit-every", 50*time.Millisecond, "least time between two transactions while no batch is full (group commit; 0: none)")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	metrics := fs.String("metrics", "", "serve /metrics (Prometheus text) on this address, e.g. 127.0.0.1:9464")
 	maxLine := fs.Int("max-line", 16<<20, "longest line kept, in bytes; longer lines are reported and skipped")
@@ -155,6 +156,9 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			Metrics:    m,
 			Notice:     func(n ingest.Notice) { say("%s", present.Printable(n.String())) },
 			BatchSize:  *batch,
+		}
+		if t.CommitEvery = *commitEvery; *commitEvery == 0 {
+			t.CommitEvery = -1 // none
 		}
 		var stream *export.Stream
 		if pusher != nil {

@@ -25,10 +25,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -55,6 +57,10 @@ func main() {
 	recon := flag.Duration("reconstruct-every", 10*time.Second, "the tailer's reconstruct interval (0: never), as `cpid-tui tail --reconstruct-every`")
 	fleet := flag.Int("fleet", 0, "also measure this many clusters tailing into one PostgreSQL database (0: not)")
 	fleetRates := flag.String("fleet-rates", "1000,2500", "with -fleet: write rates per cluster, events/s")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	batch := flag.Int("batch", 0, "the tailer's BatchSize, most records per transaction (0: its default), as `cpid-tui tail --batch`")
+	commitEvery := flag.Duration("commit-every", 0, "the tailer's CommitEvery (0: its default; negative: none), as `cpid-tui tail --commit-every`")
+	trace := flag.String("trace", "", "write one line per commit and per reconstruct run to this file (time, what, records, duration, lag)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: tailbench [flags] BUNDLE_DIR\n\nFlags:\n")
 		flag.PrintDefaults()
@@ -64,16 +70,83 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon}
+	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon, commitEvery: *commitEvery, batch: *batch}
+	if *trace != "" {
+		f, err := os.Create(*trace)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tailbench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		b.trace = &tracer{w: bufio.NewWriter(f)}
+		defer b.trace.w.Flush()
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tailbench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	err := b.single(*rates)
 	if err == nil && *fleet > 0 {
 		err = b.fleet(*fleet, *fleetRates)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tailbench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
+
+// tracer writes the trace of -trace: a line per commit and per
+// reconstruct run, with the time since the measurement began, to see
+// where lag comes from (a reconstruct run that holds commits back, a
+// batch that grew).
+type tracer struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	start time.Time
+}
+
+// begin starts the trace of one measurement.
+func (t *tracer) begin(label string, start time.Time) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.start = start
+	fmt.Fprintf(t.w, "# %s\n", label)
+}
+
+// commit traces a commit of n records that took d, at most lag behind.
+func (t *tracer) commit(at time.Time, n int, d, lag time.Duration) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%9.3f commit %6d %8.1fms lag %8.1fms\n", at.Sub(t.start).Seconds(), n, ms(d), ms(lag))
+}
+
+// reconstructed traces a reconstruct run that began at from.
+func (t *tracer) reconstructed(from time.Time, err error) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%9.3f reconstruct %8.1fms (from %.3f) %v\n", time.Since(t.start).Seconds(), ms(time.Since(from)),
+		from.Sub(t.start).Seconds(), err)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // bench is what every measurement shares.
 type bench struct {
@@ -83,6 +156,10 @@ type bench struct {
 	maxSize int
 	recon   time.Duration
 	ts      [][]byte
+	trace   *tracer // nil: no -trace
+
+	commitEvery time.Duration
+	batch       int
 }
 
 // single measures one cluster into SQLite, as fast as possible and at each
@@ -102,8 +179,12 @@ func (b *bench) single(rateList string) error {
 	fmt.Printf("an in-process `ingest.Tailer` (as `cpid-tui tail` runs it, reconstructing every %s) follows an audit log that a\n", b.recon)
 	fmt.Printf("lumberjack writer rotates every %d MB with gzip'd backups; events are the real fixture's, with fresh\n", b.maxSize)
 	fmt.Printf("auditIDs and a stageTimestamp set when written. Lag is from that timestamp to the commit of the\n")
-	fmt.Printf("event's batch. GOMAXPROCS=%d.\n\n", runtime.GOMAXPROCS(0))
-	fmt.Printf("| write rate | events | duration | committed/s | lag p50 | lag p99 | lag max |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("event's batch. CPU/event is the whole process's CPU time (writer and gzip included) per event.\n")
+	fmt.Printf("The tailer's batch is %s records, its group commit %s.\n",
+		orDefault(b.batch, "the default"), orDefault(b.commitEvery, "the default"))
+	fmt.Printf("GOMAXPROCS=%d.\n\n", runtime.GOMAXPROCS(0))
+	fmt.Printf("Load average at the start: %s.\n\n", loadavg())
+	fmt.Printf("| write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | CPU/event |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	res, err := b.measure(sqliteTarget, 1, 0, b.events)
 	if err != nil {
 		return err
@@ -151,7 +232,7 @@ func (b *bench) fleet(n int, rateList string) error {
 	fmt.Printf("reconstructing every %s), all storing into one PostgreSQL %s database at once (a throwaway server\n", b.recon, srv.Version())
 	fmt.Printf("on this machine, on a unix socket, with %s); beside it, one cluster into SQLite at the same\n", strings.Join(pgSettings, ", "))
 	fmt.Printf("total rate. The writers, the tailers and the server share the %d cores. Lag as above.\n\n", runtime.NumCPU())
-	fmt.Printf("| target | clusters | write rate | events | duration | committed/s | lag p50 | lag p99 | lag max |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| target | clusters | write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | CPU/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(t target, clusters, rate, events int) error {
 		res, err := b.measure(t, clusters, rate, events)
 		if err != nil {
@@ -185,8 +266,30 @@ func (b *bench) fleet(n int, rateList string) error {
 	return nil
 }
 
+// parseRates reads a list of rates; an empty one measures none.
+// orDefault is v as text, or def when v is zero.
+func orDefault[T comparable](v T, def string) string {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return fmt.Sprint(v)
+}
+
+// loadavg is /proc/loadavg's three load averages, "?" where there is none.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
+
 func parseRates(list string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
 	for _, r := range strings.Split(list, ",") {
 		rate, err := strconv.Atoi(strings.TrimSpace(r))
 		if err != nil || rate <= 0 {
@@ -227,6 +330,16 @@ type result struct {
 	events  int
 	elapsed time.Duration
 	lags    []time.Duration
+	cpu     time.Duration // of the whole process (writers, tailers, reconstruct runs, gzip)
+}
+
+// cpuTime is the CPU time the process used so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (r result) print(label string) {
@@ -243,8 +356,8 @@ func (r result) cells() {
 		}
 		return r.lags[min(len(r.lags)-1, int(p*float64(len(r.lags))))].Round(100 * time.Microsecond).String()
 	}
-	fmt.Printf(" %d | %.1fs | %.0f | %s | %s | %s |\n", r.events, r.elapsed.Seconds(),
-		float64(r.events)/r.elapsed.Seconds(), q(0.50), q(0.99), q(1))
+	fmt.Printf(" %d | %.1fs | %.0f | %s | %s | %s | %.0f µs |\n", r.events, r.elapsed.Seconds(),
+		float64(r.events)/r.elapsed.Seconds(), q(0.50), q(0.99), q(1), float64(r.cpu.Microseconds())/float64(r.events))
 }
 
 // lagSink stores batches and records each event's lag at commit; one sink
@@ -259,22 +372,29 @@ type lagSink struct {
 
 // writer is the sink of one cluster's tailer.
 type writer struct {
-	st   store
-	sink *lagSink
+	st    store
+	sink  *lagSink
+	trace *tracer
 }
 
 func (w writer) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
+	began := time.Now()
 	res, err := w.st.Write(ctx, b)
 	if err != nil {
 		return res, err
 	}
-	now := time.Now().UnixNano()
+	at := time.Now()
+	now := at.UnixNano()
 	s := w.sink
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var worst time.Duration
 	for i := range b.Audits {
-		s.lags = append(s.lags, time.Duration(now-b.Audits[i].StageNS))
+		lag := time.Duration(now - b.Audits[i].StageNS)
+		worst = max(worst, lag)
+		s.lags = append(s.lags, lag)
 	}
+	w.trace.commit(at, b.Len(), at.Sub(began), worst)
 	s.n += res.Audits
 	if s.n >= s.want && s.done != nil {
 		close(s.done)
@@ -308,17 +428,21 @@ func (b *bench) measure(t target, clusters, rate, n int) (result, error) {
 			return result{}, err
 		}
 		st := db.view(fmt.Sprintf("c%d", c))
-		tl := &ingest.Tailer{Sink: writer{st: st, sink: sink}, Paths: []string{filepath.Join(cdir, "audit.log")}}
+		tl := &ingest.Tailer{Sink: writer{st: st, sink: sink, trace: b.trace}, Paths: []string{filepath.Join(cdir, "audit.log")},
+			CommitEvery: b.commitEvery, BatchSize: b.batch}
 		if b.recon > 0 {
 			tl.ReconstructEvery = b.recon
 			tl.Reconstruct = func(ctx context.Context) error {
+				from := time.Now()
 				_, err := reconstruct.Run(ctx, st, reconstruct.Options{StepRows: reconstruct.LiveStepRows, Family: ingest.Family})
+				b.trace.reconstructed(from, err)
 				return err
 			}
 		}
 		go func() { tailErr <- tl.Run(ctx) }()
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
+	b.trace.begin(fmt.Sprintf("%s, %d cluster(s), %d events each at %d/s", t.name, clusters, n, rate), start)
 	writeErr := make(chan error, clusters)
 	for c := range clusters {
 		go func() {
@@ -339,14 +463,14 @@ func (b *bench) measure(t target, clusters, rate, n int) (result, error) {
 		defer sink.mu.Unlock()
 		return result{}, fmt.Errorf("only %d of %d events committed", sink.n, n*clusters)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	cancel()
 	for range clusters {
 		if err := <-tailErr; err != nil {
 			return result{}, err
 		}
 	}
-	return result{events: n * clusters, elapsed: elapsed, lags: sink.lags}, nil
+	return result{events: n * clusters, elapsed: elapsed, lags: sink.lags, cpu: cpu}, nil
 }
 
 // write writes n events with auditIDs from first on to the log at path,
