@@ -10,10 +10,11 @@ import (
 // needs: which objects to renumber, which changes to summarize. It owns the
 // run's batching: with stepRows > 0 it commits a step every stepRows rows.
 //
-// A full rebuild in one transaction (bulk) keeps a book of every write it
-// stored, so that renumbering and summaries come from memory; any other run
-// reads the writes of the objects and changes it touched back from the
-// store. Both go through the same code (place, changeSum), so they agree.
+// A full rebuild in one transaction (bulk) keeps a book of the changes'
+// summaries as it stores, and renumbers from one read of what it stored,
+// object by object (DeriveTx.Objects); any other run reads the writes of
+// the objects and changes it touched back from the store. Both go through
+// the same code (place, changeSum), so they agree.
 type saver struct {
 	tx       cpid.DeriveTx
 	stepRows int
@@ -26,7 +27,6 @@ type saver struct {
 
 // book is what a bulk run knows of what it stored.
 type book struct {
-	objects   map[cpid.ObjectKey][]cpid.Placed
 	changes   map[string]*changeSum
 	mergelogs map[string]bool // cpid and origin: unique without the table's index
 }
@@ -35,7 +35,7 @@ func newSaver(tx cpid.DeriveTx, bulk bool, stepRows int) *saver {
 	sv := &saver{tx: tx, stepRows: stepRows, changes: map[string]bool{},
 		reorder: map[cpid.ObjectKey]bool{}, relabel: map[cpid.ObjectKey]bool{}}
 	if bulk {
-		sv.bulk = &book{objects: map[cpid.ObjectKey][]cpid.Placed{}, changes: map[string]*changeSum{}, mergelogs: map[string]bool{}}
+		sv.bulk = &book{changes: map[string]*changeSum{}, mergelogs: map[string]bool{}}
 	}
 	return sv
 }
@@ -57,8 +57,6 @@ func (sv *saver) save(ctx context.Context, d *cpid.Derived) error {
 		d.Mergelogs = kept
 		for i := range d.Writes {
 			x := &d.Writes[i]
-			b.objects[x.Key] = append(b.objects[x.Key], cpid.Placed{EventID: x.EventID, ResourceVersion: x.ResourceVersion,
-				StageNS: x.StageNS, Seq: x.Seq, OrderBy: x.OrderBy})
 			if x.ChangeID != "" {
 				c := b.changes[x.ChangeID]
 				if c == nil {
@@ -98,22 +96,41 @@ func (sv *saver) save(ctx context.Context, d *cpid.Derived) error {
 // the run touched, and stores the watermark.
 func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 	var placed []cpid.Placed
-	for k := range sv.reorder {
-		rs, err := sv.revisions(ctx, k)
-		if err != nil {
-			return err
+	if sv.bulk != nil {
+		// One read of what was stored, object by object: memory for the
+		// places that change, not for every write of the run.
+		if len(sv.reorder)+len(sv.relabel) > 0 {
+			err := sv.tx.Objects(ctx, func(k cpid.ObjectKey, rs []cpid.Placed) error {
+				switch {
+				case sv.reorder[k]:
+					placed = append(placed, place(rs, true)...)
+				case sv.relabel[k]:
+					placed = append(placed, place(rs, false)...)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
-		placed = append(placed, place(rs, true)...)
-	}
-	for k := range sv.relabel {
-		if sv.reorder[k] {
-			continue
+	} else {
+		for k := range sv.reorder {
+			rs, err := sv.tx.Revisions(ctx, k)
+			if err != nil {
+				return err
+			}
+			placed = append(placed, place(rs, true)...)
 		}
-		rs, err := sv.revisions(ctx, k)
-		if err != nil {
-			return err
+		for k := range sv.relabel {
+			if sv.reorder[k] {
+				continue
+			}
+			rs, err := sv.tx.Revisions(ctx, k)
+			if err != nil {
+				return err
+			}
+			placed = append(placed, place(rs, false)...)
 		}
-		placed = append(placed, place(rs, false)...)
 	}
 	if err := sv.tx.Renumber(ctx, placed); err != nil {
 		return err
@@ -142,15 +159,6 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 		return err
 	}
 	return sv.tx.Finish(ctx, w)
-}
-
-// revisions are the stored writes of an object: from the book in a bulk
-// run, read back otherwise.
-func (sv *saver) revisions(ctx context.Context, k cpid.ObjectKey) ([]cpid.Placed, error) {
-	if sv.bulk != nil {
-		return sv.bulk.objects[k], nil
-	}
-	return sv.tx.Revisions(ctx, k)
 }
 
 // place gives the writes of one object their places, by OrderRevisions when

@@ -155,19 +155,33 @@ const haveC = true
 // openC opens the database at the URI dsn (fileURI) with SQLite in C, as
 // one connection whose inserts can go by the batch (batchExec).
 func openC(dsn string) (*sql.DB, *batchExec, error) {
-	cinit.Do(func() {
-		if rc := C.cpid_init(); rc != 0 {
-			cinitErr = fmt.Errorf("sqlite: register cpid_handle (SQLite error %d)", int(rc))
-		}
-	})
-	if cinitErr != nil {
-		return nil, nil, cinitErr
+	if err := initC(); err != nil {
+		return nil, nil, err
 	}
 	c, err := newCConnector(dsn)
 	if err != nil {
 		return nil, nil, err
 	}
 	return oneConn(sql.OpenDB(c)), &batchExec{c: c, stmts: map[string]*C.sqlite3_stmt{}}, nil
+}
+
+// newNativeConnector is a pool's connector of SQLite in C (Store with
+// OpenOptions.Native).
+func newNativeConnector(dsn string) (driver.Connector, error) {
+	if err := initC(); err != nil {
+		return nil, err
+	}
+	return newCConnector(dsn)
+}
+
+// initC registers cpid_handle() on every connection of SQLite in C, once.
+func initC() error {
+	cinit.Do(func() {
+		if rc := C.cpid_init(); rc != 0 {
+			cinitErr = fmt.Errorf("sqlite: register cpid_handle (SQLite error %d)", int(rc))
+		}
+	})
+	return cinitErr
 }
 
 var (
@@ -208,7 +222,7 @@ func newCConnector(dsn string) (*cConnector, error) {
 	}
 	c.d = &mattn.SQLiteDriver{ConnectHook: func(conn *mattn.SQLiteConn) error {
 		if err := conn.RegisterFunc("cpid_body", func(data, off, n any) (any, error) {
-			return cpidBody([]driver.Value{data, off, n})
+			return cpidBody([]driver.Value{cNull(data), cNull(off), cNull(n)})
 		}, true); err != nil {
 			return err
 		}
@@ -237,6 +251,15 @@ func (c *cConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	c.last, c.gen = h, c.gen+1
 	c.mu.Unlock()
 	return conn, nil
+}
+
+// cNull is v as the pure-Go driver gives it to a function: nil for NULL,
+// which mattn/go-sqlite3 gives as a nil []byte.
+func cNull(v any) any {
+	if b, ok := v.([]byte); ok && b == nil {
+		return nil
+	}
+	return v
 }
 
 // handleOf asks the connection for its sqlite3*: cpid_handle(), which

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
-	bodyblocks "github.com/cpid-dev/cpid/blocks"
 )
 
 // Watermark reads where the last reconstruct stopped (cpid.DerivedStore).
@@ -110,14 +109,18 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		}
 		args = append(bargs, args...)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource,
+	query := `SELECT e.id, e.audit_id, e.verb, e.api_group, e.resource,
 		e.subresource, e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, COALESCE(e.traceparent, ''), e.owner_refs,
 		CASE WHEN instr(e.annotations, 'apiserver.latency.k8s.io/') > 0 THEN e.annotations END,
-		`+bodies+`, r.block_id, r.offset, r.request_len, r.response_len, e.file_id
+		` + bodies + `, r.block_id, r.offset, r.request_len, r.response_len, e.file_id
 		FROM audit_events e LEFT JOIN audit_body_refs r ON r.event_id = e.id
-		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND `+writeTerms("e")+ignore.String()+`
-		ORDER BY e.received_ns, e.id`, args...)
+		WHERE e.received_ns > ? AND e.id <= ? AND e.cluster = ? AND ` + writeTerms("e") + ignore.String() + `
+		ORDER BY e.received_ns, e.id`
+	if s.native {
+		return s.scanWritesC(ctx, query, args, fn)
+	}
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -155,10 +158,6 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 			e.Latency = bytes.Clone(latency)
 		}
 		if block.Valid && (reqLen.Valid || wantResp && respLen.Valid) {
-			raw, err := blocks.raw(ctx, block.Int64)
-			if err != nil {
-				return err
-			}
 			lens := [3]int64{-1, -1, -1}
 			if reqLen.Valid {
 				lens[0] = reqLen.Int64
@@ -166,12 +165,8 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 			if respLen.Valid {
 				lens[1] = respLen.Int64
 			}
-			// Copies: an event may outlive the block's place in the cache.
-			if b := bodyblocks.Part(raw, off.Int64, lens, 0); len(b) > 0 {
-				e.Request = bytes.Clone(b)
-			}
-			if b := bodyblocks.Part(raw, off.Int64, lens, 1); wantResp && len(b) > 0 {
-				e.Response = bytes.Clone(b)
+			if err := attachBodies(ctx, blocks, e, block.Int64, off.Int64, lens, wantResp); err != nil {
+				return err
 			}
 		}
 		if err := fn(e); err != nil {

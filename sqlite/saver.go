@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -53,7 +54,8 @@ type deriveTx struct {
 	tx      *sql.Tx
 	stmts   [len(saverSQL) + 1]*sql.Stmt // saverSQL's, then (bulk) revisions by revBatch
 	args    []any
-	steps   int // transactions committed
+	ids     []int64 // a C batch's rowids (unused)
+	steps   int     // transactions committed
 	cleared bool
 	// indexes holds the SQL of the indexes a bulk load dropped.
 	indexes []string
@@ -197,6 +199,64 @@ func (sv *deriveTx) begin(ctx context.Context) error {
 	return nil
 }
 
+// saveRevisionsC stores ws by the batch in SQLite in C, in the open
+// transaction of the writer connection (the batch's).
+func (sv *deriveTx) saveRevisionsC(b *batchExec, ws []cpid.Write) error {
+	r := newRows(revisionColumns)
+	defer r.put()
+	for i := range ws {
+		x := &ws[i]
+		r.int(x.EventID)
+		r.text(x.Key.Group)
+		r.text(x.Key.Resource)
+		r.text(x.Key.Namespace)
+		r.text(x.Key.Name)
+		r.int(int64(x.Seq))
+		r.text(x.OrderBy)
+		r.int(b2i(x.Attempt))
+		r.int(x.StageNS)
+		r.text(x.Writer.Name)
+		r.int(b2i(x.Writer.User))
+		r.textOrNull(x.CPID)
+		r.textOrNull(x.CPIDOrigin)
+		r.intOrNull(x.CauseEventID)
+		r.textOrNull(x.Rule)
+		r.textOrNull(x.ChangeID)
+		if x.CauseEventID != 0 {
+			r.int(x.HopNS)
+		} else {
+			r.null()
+		}
+		r.text(sv.cluster)
+		r.textOrNull(string(x.Explain))
+		r.textOrNull(x.ExplainDetail)
+		r.textOrNull(string(x.Confidence))
+	}
+	verb := "INSERT OR REPLACE"
+	if sv.bulk {
+		verb = "INSERT"
+	}
+	sv.ids = slices.Grow(sv.ids[:0], len(ws))[:len(ws)]
+	if err := b.exec(verb+insertRevision, r, sv.ids); err != nil {
+		var re *rowError
+		if errors.As(err, &re) {
+			return fmt.Errorf("save revision of event %d: %w", ws[re.row].EventID, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// revisionColumns is the number of columns of insertRevision.
+const revisionColumns = 21
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // revBatch is how many revisions a bulk insert statement stores.
 const revBatch = 16
 
@@ -270,6 +330,13 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		testHookSave()
 	}
 	ws := out.Writes
+	if b := sv.st.batch; b != nil && len(ws) > 0 {
+		// SQLite in C (a native store): every revision in one call.
+		if err := sv.saveRevisionsC(b, ws); err != nil {
+			return err
+		}
+		ws = nil
+	}
 	for ; sv.bulk && len(ws) >= revBatch; ws = ws[revBatch:] {
 		sv.args = sv.args[:0]
 		for i := range ws[:revBatch] {
@@ -355,6 +422,27 @@ func (sv *deriveTx) Revisions(ctx context.Context, k cpid.ObjectKey) ([]cpid.Pla
 	return out, rows.Err()
 }
 
+// Objects reads back the stored writes object by object (cpid.DeriveTx).
+func (sv *deriveTx) Objects(ctx context.Context, fn func(cpid.ObjectKey, []cpid.Placed) error) error {
+	if err := sv.begin(ctx); err != nil {
+		return err
+	}
+	rows, err := sv.tx.QueryContext(ctx, `SELECT r.api_group, r.resource, r.namespace, r.name,
+		r.event_id, e.resource_version, r.stage_ns, r.seq, r.order_by
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		WHERE r.cluster = ? ORDER BY r.api_group, r.resource, r.namespace, r.name`, sv.cluster)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return cpid.GroupObjects(func(k *cpid.ObjectKey, p *cpid.Placed) (bool, error) {
+		if !rows.Next() {
+			return false, rows.Err()
+		}
+		return true, rows.Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name, &p.EventID, &p.ResourceVersion, &p.StageNS, &p.Seq, &p.OrderBy)
+	}, fn)
+}
+
 // ChangeWrites reads back the stored writes of a change (cpid.DeriveTx):
 // the columns a summary reads.
 func (sv *deriveTx) ChangeWrites(ctx context.Context, change string) ([]cpid.Write, error) {
@@ -388,17 +476,16 @@ func (sv *deriveTx) Renumber(ctx context.Context, ps []cpid.Placed) error {
 	if err := sv.begin(ctx); err != nil {
 		return err
 	}
-	up, err := sv.tx.PrepareContext(ctx, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`)
-	if err != nil {
-		return err
-	}
-	defer up.Close()
+	// By the batch in C on a native store, row by row otherwise.
+	r := newRows(3)
+	defer r.put()
 	for _, p := range ps {
-		if _, err := up.ExecContext(ctx, p.Seq, p.OrderBy, p.EventID); err != nil {
-			return err
-		}
+		r.int(int64(p.Seq))
+		r.text(p.OrderBy)
+		r.int(p.EventID)
 	}
-	return nil
+	sv.ids = slices.Grow(sv.ids[:0], len(ps))[:len(ps)]
+	return execRows(ctx, sv.tx, sv.st.batch, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`, r, sv.ids)
 }
 
 // Summarize sets the summaries of changes (cpid.DeriveTx); a change that

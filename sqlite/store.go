@@ -59,6 +59,22 @@ type conns struct {
 	batch *batchExec
 	// notice is OpenOptions.Notice (nil: none).
 	notice func(string)
+	// native: both pools are SQLite in C (OpenOptions.Native, cgo).
+	native bool
+}
+
+// openSQL opens the pool of connections to the URI dsn (fileURI): SQLite
+// in C when native is asked for and the build has it, else the pure-Go
+// SQLite.
+func openSQL(dsn string, native bool) (*sql.DB, error) {
+	if native && haveC {
+		c, err := newNativeConnector(dsn)
+		if err != nil {
+			return nil, err
+		}
+		return sql.OpenDB(c), nil
+	}
+	return sql.Open("sqlite", dsn)
 }
 
 // InCluster returns the view of the database from cluster name ("" for
@@ -113,18 +129,27 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 	}
 	f.Close()
 
-	w, err := sql.Open("sqlite", dsn(abs, false))
+	// The writer: one connection, of SQLite in C with its inserts by the
+	// batch when native.
+	var w *sql.DB
+	var batch *batchExec
+	if o.Native && haveC {
+		w, batch, err = openC(dsn(abs, false))
+	} else {
+		w, err = sql.Open("sqlite", dsn(abs, false))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	oneConn(w)
-	r, err := sql.Open("sqlite", dsn(abs, true))
+	r, err := openSQL(dsn(abs, true), o.Native)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
-	s := &Store{conns: &conns{path: abs, w: w, r: r, fileIDs: map[string]int64{}, notice: o.Notice}}
+	s := &Store{conns: &conns{path: abs, w: w, r: r, fileIDs: map[string]int64{}, notice: o.Notice,
+		native: batch != nil, batch: batch}}
 	if err := s.migrateRetrying(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -308,6 +333,9 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes both connection pools.
 func (s *Store) Close() error {
+	if s.batch != nil {
+		s.batch.close() // before the connection
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

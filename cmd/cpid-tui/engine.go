@@ -56,6 +56,10 @@ const (
 	// readOnly opens an existing database of the current schema only,
 	// never creating or migrating it; a read-only file opens.
 	readOnly
+	// readWriteNative is readWrite with SQLite in C where the build has
+	// cgo (cpid.Native), for a command that opens the database once and
+	// reads much of it: reconstruct.
+	readWriteNative
 )
 
 // openDatabase opens --db for writing: a postgres:// URL is a PostgreSQL
@@ -94,8 +98,11 @@ func openStore(ctx context.Context, w io.Writer, db string, a access) (*database
 		fmt.Fprintf(w, "cpid-tui: --db %s is a symbolic link: opening %s\n", db, target)
 	}
 	opts := []cpid.OpenOption{notice(db)}
-	if a == readOnly {
+	switch a {
+	case readOnly:
 		opts = append(opts, cpid.ReadOnly())
+	case readWriteNative:
+		opts = append(opts, cpid.Native())
 	}
 	s, err := sqlite.Open(ctx, db, opts...)
 	if err != nil {

@@ -49,7 +49,12 @@ on a copy of the database). -q prints only its warnings.
 
 Memory: the Go heap has a soft limit of 200 MiB (GOMEMLIMIT overrides it;
 GOGC is 200 unless set); past it the collector works harder, with at most
-half the CPU. SQLite's page cache adds 16 MiB while the run writes.`
+half the CPU. SQLite's page cache adds 16 MiB while the run writes.
+
+Speed: a cpid-tui built with cgo (make build) runs reconstruct on SQLite
+in C, its writes read and its revisions stored by the batch; one built
+without (the release archives) on the pure-Go SQLite, about 1.5x the CPU.
+Both derive the same rows.`
 
 func setupReconstruct(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
@@ -70,7 +75,7 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 			}
 			opt.Windows = append(opt.Windows, win)
 		}
-		db, err := openStore(ctx, e.notices(), e.db, readWrite)
+		db, err := openStore(ctx, e.notices(), e.db, readWriteNative)
 		if err != nil {
 			return err
 		}
