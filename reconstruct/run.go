@@ -89,6 +89,12 @@ type Options struct {
 	// that goes on from a saved state explains new hops with them; after
 	// changing them, rebuild (Full) to explain the old ones too.
 	Windows []Window
+	// Rules are the inference rules (nil: Rules) and Ignored the resources
+	// (and resource/subresource) whose writes are left out (nil: Ignored),
+	// for a program embedding reconstruct. As with Windows, a run that
+	// goes on from a saved state uses them for the new writes only.
+	Rules   []Rule
+	Ignored map[string]bool
 	// IgnoreCPIDs reconstructs as if no writer carried a CPID: the
 	// objects' CPID annotations and the controllers' mergelog lines are
 	// left out, so that inference alone decides (to measure it against an
@@ -112,14 +118,19 @@ func bodiedList() []string {
 	return out
 }
 
-// ignoredList is Ignored as a sorted list.
-func ignoredList() []string {
-	out := make([]string, 0, len(Ignored))
-	for k := range Ignored {
-		out = append(out, k)
+// ignoredList is the engine's ignored resources as a sorted list.
+func (en *Engine) ignoredList() []string {
+	return slices.Sorted(maps.Keys(en.ignored()))
+}
+
+// engine returns a new engine with the run's tables and setting.
+func (opt Options) engine() *Engine {
+	en := NewEngine()
+	if len(opt.Windows) > 0 {
+		en.Windows = append(slices.Clone(opt.Windows), DefaultWindows...)
 	}
-	slices.Sort(out)
-	return out
+	en.Rules, en.Ignored, en.IgnoreCPIDs = opt.Rules, opt.Ignored, opt.IgnoreCPIDs
+	return en
 }
 
 // Run brings the derived rows of st up to date with what was ingested:
@@ -140,12 +151,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if err != nil {
 		return res, err
 	}
-	var windows []Window
-	if len(opt.Windows) > 0 {
-		windows = append(slices.Clone(opt.Windows), DefaultWindows...)
-	}
-	en := NewEngine()
-	en.Windows, en.IgnoreCPIDs = windows, opt.IgnoreCPIDs
+	en := opt.engine()
 	if !res.Full {
 		switch late, err := st.Late(ctx, w, cpid.MsgMergelog); {
 		case err != nil:
@@ -159,8 +165,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		default:
 			if err := en.RestoreState(w.EngineData); err != nil {
 				res.Full, res.Why = true, err.Error()
-				en = NewEngine()
-				en.Windows, en.IgnoreCPIDs = windows, opt.IgnoreCPIDs
+				en = opt.engine()
 			} else if err := st.ScanMergelogs(ctx, w.CutoffNS, en.RestoreMergelog); err != nil {
 				return res, err
 			}
@@ -252,7 +257,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if family == nil {
 		family = func(p string) string { return p }
 	}
-	snapshot, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: ignoredList(), Bodies: bodiedList()},
+	snapshot, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: en.ignoredList(), Bodies: bodiedList()},
 		family, cutoff, opt.StepRows, func(ctx context.Context, d cpid.Derived) error {
 			res.count(&d)
 			return sv.save(ctx, &d)
