@@ -33,9 +33,3 @@ const (
 	LogKeyCPID   = "cpid"
 	LogKeySpanID = "span_id"
 )
-
-// BodiedResources are the resources whose objects reconstruct's rules read
-// (a Pod's node, a Node's conditions, the Pods an EndpointSlice lists):
-// audited without their objects (Metadata level), those links are lost,
-// and ingest and reconstruct say so.
-var BodiedResources = map[string]bool{"pods": true, "nodes": true, "endpointslices": true, "endpoints": true}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -52,10 +51,6 @@ type ChangeQuery struct {
 	// Trigger keeps the changes that this started.
 	Trigger Trigger
 }
-
-// WriteVerbs are the verbs of the audit events that write an object: the
-// writes reconstruct reads.
-var WriteVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
 
 // writeVerbs are the verbs of writes, which a filter may name: "apply" is
 // how a person may call a server-side apply's patch.
@@ -479,40 +474,6 @@ func MarkCritical(ts []TimelineEntry) {
 		}
 		i = j
 	}
-}
-
-// KindOf names the kind of a resource: from the object when the audit log
-// has it (kind), else from the well-known resources, else the resource
-// itself.
-func KindOf(kind, resource string) string {
-	if kind != "" {
-		return kind
-	}
-	if k, ok := kinds[resource]; ok {
-		return k
-	}
-	return resource
-}
-
-// BuiltinResourcesSQL is the resources KindOf names without a body, as a
-// SQL list ('configmaps', 'cronjobs', ...): queries read the kind from an
-// object's body for the others only (reading a body decompresses its block).
-var BuiltinResourcesSQL = func() string {
-	out := make([]string, 0, len(kinds))
-	for r := range kinds {
-		out = append(out, "'"+r+"'")
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
-}()
-
-var kinds = map[string]string{
-	"pods": "Pod", "services": "Service", "endpoints": "Endpoints", "nodes": "Node", "namespaces": "Namespace",
-	"configmaps": "ConfigMap", "secrets": "Secret", "serviceaccounts": "ServiceAccount",
-	"persistentvolumeclaims": "PersistentVolumeClaim", "persistentvolumes": "PersistentVolume",
-	"deployments": "Deployment", "replicasets": "ReplicaSet", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet",
-	"jobs": "Job", "cronjobs": "CronJob", "endpointslices": "EndpointSlice", "ingresses": "Ingress",
-	"horizontalpodautoscalers": "HorizontalPodAutoscaler", "poddisruptionbudgets": "PodDisruptionBudget",
 }
 
 // LogWindowLag is how long after a change's last write its writers' log

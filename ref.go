@@ -7,73 +7,6 @@ import (
 	"strings"
 )
 
-// resourceInfo is a built-in resource as kubectl knows it without asking
-// the apiserver: its plural, singular and short names, kind, API group and
-// whether its objects live in a namespace.
-type resourceInfo struct {
-	plural, singular string
-	short            []string
-	kind, group      string
-	namespaced       bool
-}
-
-// builtinResources are the resources a reference may name by their
-// short or singular name; any other resource is matched by its spelling
-// (ParseType).
-var builtinResources = []resourceInfo{
-	{"pods", "pod", []string{"po"}, "Pod", "", true},
-	{"services", "service", []string{"svc"}, "Service", "", true},
-	{"endpoints", "endpoints", []string{"ep"}, "Endpoints", "", true},
-	{"configmaps", "configmap", []string{"cm"}, "ConfigMap", "", true},
-	{"secrets", "secret", nil, "Secret", "", true},
-	{"serviceaccounts", "serviceaccount", []string{"sa"}, "ServiceAccount", "", true},
-	{"persistentvolumeclaims", "persistentvolumeclaim", []string{"pvc"}, "PersistentVolumeClaim", "", true},
-	{"replicationcontrollers", "replicationcontroller", []string{"rc"}, "ReplicationController", "", true},
-	{"resourcequotas", "resourcequota", []string{"quota"}, "ResourceQuota", "", true},
-	{"limitranges", "limitrange", []string{"limits"}, "LimitRange", "", true},
-	{"events", "event", []string{"ev"}, "Event", "", true},
-	{"nodes", "node", []string{"no"}, "Node", "", false},
-	{"namespaces", "namespace", []string{"ns"}, "Namespace", "", false},
-	{"persistentvolumes", "persistentvolume", []string{"pv"}, "PersistentVolume", "", false},
-	{"deployments", "deployment", []string{"deploy"}, "Deployment", "apps", true},
-	{"replicasets", "replicaset", []string{"rs"}, "ReplicaSet", "apps", true},
-	{"statefulsets", "statefulset", []string{"sts"}, "StatefulSet", "apps", true},
-	{"daemonsets", "daemonset", []string{"ds"}, "DaemonSet", "apps", true},
-	{"controllerrevisions", "controllerrevision", nil, "ControllerRevision", "apps", true},
-	{"jobs", "job", nil, "Job", "batch", true},
-	{"cronjobs", "cronjob", []string{"cj"}, "CronJob", "batch", true},
-	{"endpointslices", "endpointslice", nil, "EndpointSlice", "discovery.k8s.io", true},
-	{"ingresses", "ingress", []string{"ing"}, "Ingress", "networking.k8s.io", true},
-	{"networkpolicies", "networkpolicy", []string{"netpol"}, "NetworkPolicy", "networking.k8s.io", true},
-	{"ingressclasses", "ingressclass", nil, "IngressClass", "networking.k8s.io", false},
-	{"horizontalpodautoscalers", "horizontalpodautoscaler", []string{"hpa"}, "HorizontalPodAutoscaler", "autoscaling", true},
-	{"poddisruptionbudgets", "poddisruptionbudget", []string{"pdb"}, "PodDisruptionBudget", "policy", true},
-	{"leases", "lease", nil, "Lease", "coordination.k8s.io", true},
-	{"roles", "role", nil, "Role", "rbac.authorization.k8s.io", true},
-	{"rolebindings", "rolebinding", nil, "RoleBinding", "rbac.authorization.k8s.io", true},
-	{"clusterroles", "clusterrole", nil, "ClusterRole", "rbac.authorization.k8s.io", false},
-	{"clusterrolebindings", "clusterrolebinding", nil, "ClusterRoleBinding", "rbac.authorization.k8s.io", false},
-	{"storageclasses", "storageclass", []string{"sc"}, "StorageClass", "storage.k8s.io", false},
-	{"volumeattachments", "volumeattachment", nil, "VolumeAttachment", "storage.k8s.io", false},
-	{"priorityclasses", "priorityclass", []string{"pc"}, "PriorityClass", "scheduling.k8s.io", false},
-	{"customresourcedefinitions", "customresourcedefinition", []string{"crd", "crds"}, "CustomResourceDefinition", "apiextensions.k8s.io", false},
-	{"mutatingwebhookconfigurations", "mutatingwebhookconfiguration", nil, "MutatingWebhookConfiguration", "admissionregistration.k8s.io", false},
-	{"validatingwebhookconfigurations", "validatingwebhookconfiguration", nil, "ValidatingWebhookConfiguration", "admissionregistration.k8s.io", false},
-	{"apiservices", "apiservice", nil, "APIService", "apiregistration.k8s.io", false},
-	{"flowschemas", "flowschema", nil, "FlowSchema", "flowcontrol.apiserver.k8s.io", false},
-	{"prioritylevelconfigurations", "prioritylevelconfiguration", nil, "PriorityLevelConfiguration", "flowcontrol.apiserver.k8s.io", false},
-	{"certificatesigningrequests", "certificatesigningrequest", []string{"csr"}, "CertificateSigningRequest", "certificates.k8s.io", false},
-}
-
-// Scope says where a resource's objects live, when known.
-type Scope int
-
-const (
-	ScopeUnknown    Scope = iota // not a built-in resource: either
-	ScopeNamespaced              // the objects are in a namespace
-	ScopeCluster                 // the objects are cluster-scoped
-)
-
 // TypeRef is the TYPE of a kubectl-style reference TYPE/NAME, resolved as
 // far as it can be without the database.
 type TypeRef struct {
@@ -113,20 +46,16 @@ func ParseType(s string) (TypeRef, error) {
 			group = ""
 		}
 	}
-	for _, r := range builtinResources {
-		if name != r.plural && name != r.singular && name != strings.ToLower(r.kind) && !slices.Contains(r.short, name) {
+	for _, r := range Resources {
+		if r.Singular == "" || name != r.Plural && name != r.Singular && name != strings.ToLower(r.Kind) && !slices.Contains(r.Short, name) {
 			continue
 		}
-		if grouped && group != r.group {
+		if grouped && group != r.Group {
 			// The same name in another group (an older group, or a
 			// custom resource): the plural there, scope unknown.
-			return TypeRef{ResourceMatch: ResourceMatch{Resources: []string{r.plural}, Group: group}, Kind: r.kind}, nil
+			return TypeRef{ResourceMatch: ResourceMatch{Resources: []string{r.Plural}, Group: group}, Kind: r.Kind}, nil
 		}
-		sc := ScopeCluster
-		if r.namespaced {
-			sc = ScopeNamespaced
-		}
-		return TypeRef{ResourceMatch: ResourceMatch{Resources: []string{r.plural}, Group: r.group}, Kind: r.kind, Scope: sc}, nil
+		return TypeRef{ResourceMatch: ResourceMatch{Resources: []string{r.Plural}, Group: r.Group}, Kind: r.Kind, Scope: r.Scope}, nil
 	}
 	if strings.ContainsAny(name, "/ ") {
 		return TypeRef{}, fmt.Errorf("resource type %q: not a resource name", s)
