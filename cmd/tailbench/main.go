@@ -58,6 +58,7 @@ func main() {
 	fleet := flag.Int("fleet", 0, "also measure this many clusters tailing into one PostgreSQL database (0: not)")
 	fleetRates := flag.String("fleet-rates", "1000,2500", "with -fleet: write rates per cluster, events/s")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	native := flag.Bool("native", false, "open the SQLite databases with SQLite in C (cpid.Native, a cgo build) instead of the pure-Go SQLite `cpid-tui tail` uses")
 	batch := flag.Int("batch", 0, "the tailer's BatchSize, most records per transaction (0: its default), as `cpid-tui tail --batch`")
 	commitEvery := flag.Duration("commit-every", 0, "the tailer's CommitEvery (0: its default; negative: none), as `cpid-tui tail --commit-every`")
 	trace := flag.String("trace", "", "write one line per commit and per reconstruct run to this file (time, what, records, duration, lag)")
@@ -71,6 +72,9 @@ func main() {
 		os.Exit(2)
 	}
 	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon, commitEvery: *commitEvery, batch: *batch}
+	if *native {
+		sqliteOpts = append(sqliteOpts, cpid.Native())
+	}
 	if *trace != "" {
 		f, err := os.Create(*trace)
 		if err != nil {
@@ -180,8 +184,12 @@ func (b *bench) single(rateList string) error {
 	fmt.Printf("lumberjack writer rotates every %d MB with gzip'd backups; events are the real fixture's, with fresh\n", b.maxSize)
 	fmt.Printf("auditIDs and a stageTimestamp set when written. Lag is from that timestamp to the commit of the\n")
 	fmt.Printf("event's batch. CPU/event is the whole process's CPU time (writer and gzip included) per event.\n")
-	fmt.Printf("The tailer's batch is %s records, its group commit %s.\n",
-		orDefault(b.batch, "the default"), orDefault(b.commitEvery, "the default"))
+	engine := "the pure-Go SQLite"
+	if len(sqliteOpts) > 0 {
+		engine = "SQLite in C (-native)"
+	}
+	fmt.Printf("The database is opened with %s; the tailer's batch is %s records, its group commit %s.\n",
+		engine, orDefault(b.batch, "the default"), orDefault(b.commitEvery, "the default"))
 	fmt.Printf("GOMAXPROCS=%d.\n\n", runtime.GOMAXPROCS(0))
 	fmt.Printf("Load average at the start: %s.\n\n", loadavg())
 	fmt.Printf("| write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | CPU/event |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -318,8 +326,11 @@ type target struct {
 	open func(ctx context.Context, dir string) (*cpidStore, error)
 }
 
+// sqliteOpts are the options of the SQLite databases' opens (-native).
+var sqliteOpts []cpid.OpenOption
+
 var sqliteTarget = target{name: "SQLite", open: func(ctx context.Context, dir string) (*cpidStore, error) {
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cpid.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "cpid.db"), sqliteOpts...)
 	if err != nil {
 		return nil, err
 	}
