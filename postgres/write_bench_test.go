@@ -226,7 +226,7 @@ func logStatements(b *testing.B, dsn string) {
 		if err := rows.Scan(&ms, &calls, &n, &pct, &q); err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("%7d ms %3d%% %6d calls %8d rows  %s", ms, pct, calls, n, q)
+		fmt.Fprintf(os.Stderr, "%7d ms %3d%% %6d calls %8d rows  %s\n", ms, pct, calls, n, q)
 	}
 }
 
