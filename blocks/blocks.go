@@ -19,6 +19,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // Size is the decompressed size after which a block is sealed: the next
@@ -45,8 +47,7 @@ var Kinds = []string{KindWrite, KindOther}
 
 // KindOf is the kind of block for the bodies of an event of verb.
 func KindOf(verb string) string {
-	switch verb {
-	case "create", "update", "patch", "delete", "deletecollection":
+	if cpid.IsWrite(verb) {
 		return KindWrite
 	}
 	return KindOther

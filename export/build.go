@@ -345,7 +345,7 @@ func writeAttrs(c cpid.ChangeRow, w cpid.TimelineEntry, root bool) []Attr {
 	if k := objectKey(w.APIGroup, w.Resource); k != "" {
 		a = append(a, str(k, w.Name))
 	}
-	if m := methods[w.Verb]; m != "" {
+	if m := cpid.Method(w.Verb); m != "" {
 		a = append(a, str("http.request.method", m))
 	}
 	if w.Code != 0 {
@@ -390,9 +390,6 @@ func writeAttrs(c cpid.ChangeRow, w cpid.TimelineEntry, root bool) []Attr {
 	}
 	return a
 }
-
-// methods are the HTTP methods of the write verbs.
-var methods = map[string]string{"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETE"}
 
 // objectKeys are the semantic conventions' attributes naming an object of
 // a resource (its API group, then the resource).

@@ -404,7 +404,7 @@ func (en *Engine) ignores(e *Event) bool {
 // apiserver received them (then ID); ignored resources and non-writes are
 // skipped.
 func (en *Engine) Process(e *Event) {
-	if !IsWrite(e.Verb) || en.ignores(e) {
+	if !cpid.IsWrite(e.Verb) || en.ignores(e) {
 		return
 	}
 	if en.IgnoreCPIDs {

@@ -139,28 +139,11 @@ func (e *Event) LatencyParts() string {
 // answer, a 409 conflict among them. It is an attempt, not a revision.
 func (e *Event) Failed() bool { return e.Code >= 400 }
 
-// IsWrite reports whether a verb changes objects.
-func IsWrite(verb string) bool {
-	switch verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
-}
-
-// Ignored lists resources whose writes are heartbeats and records, not
-// propagation: leases renew every few seconds and Events narrate what the
-// controllers did. They are left out of revisions and timelines.
-var Ignored = map[string]bool{
-	"leases":                    true, // coordination.k8s.io
-	"events":                    true, // core and events.k8s.io
-	"tokenreviews":              true,
-	"subjectaccessreviews":      true,
-	"selfsubjectaccessreviews":  true,
-	"localsubjectaccessreviews": true,
-	"selfsubjectreviews":        true,
-	"serviceaccounts/token":     true,
-}
+// Ignored lists resources (and resource/subresource) whose writes are
+// heartbeats and records, not propagation: leases renew every few seconds
+// and Events narrate what the controllers did. They are left out of
+// revisions and timelines. It is the table's (cpid.IgnoredResources).
+var Ignored = cpid.IgnoredResources()
 
 // userAgents whose writes are a person's, whatever identity they use (a CI
 // job running kubectl with a service account token is still a user change).

@@ -276,7 +276,7 @@ func (en *Engine) throttlesIn(from, to int64) []throttle {
 // requests share its client's rate limiter, so a status update waits for
 // the deletes queued before it.
 func (en *Engine) heldBack(e *Event, from, to int64, process bool) (held time.Duration, n int, file string) {
-	method := httpMethod[e.Verb]
+	method := cpid.Method(e.Verb)
 	if method == "" {
 		return 0, 0, ""
 	}
@@ -310,9 +310,6 @@ func (en *Engine) heldBack(e *Event, from, to int64, process bool) (held time.Du
 	}
 	return held, n, file
 }
-
-// httpMethod is the HTTP method of a write's verb.
-var httpMethod = map[string]string{"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETE"}
 
 // inCollection reports whether path is e's resource collection or a member
 // of it: the group's prefix, then .../namespaces/NS/RESOURCE[/NAME[/SUB]].

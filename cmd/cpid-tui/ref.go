@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 // errAmbiguous marks a reference or an id that names more than one thing;
@@ -51,7 +50,7 @@ func findObject(ctx context.Context, st cpid.ChangeReader, w io.Writer, ref cpid
 		return cpid.ObjectMatch{}, fmt.Errorf("%w: %s", errAmbiguous, b.String())
 	}
 	for _, r := range ref.Resources {
-		if reconstruct.Ignored[r] {
+		if res, ok := cpid.LookupResource(r); ok && res.Ignored() {
 			return cpid.ObjectMatch{}, fmt.Errorf("%s: cpid leaves the writes of %s out of revisions (heartbeats and records, not propagation)", ref, r)
 		}
 	}
