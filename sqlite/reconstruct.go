@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -35,21 +36,36 @@ func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
 
 // Late counts what was ingested since the watermark and belongs before its
 // cutoff (cpid.DerivedStore): writes received before it, and log records of
+
+// lateSQL counts the writes and records stored since the last run
+// (ids past its own) that are older than its cutoff. Only the new rows
+// are read, by id: the unary + keeps SQLite off the index of the writes'
+// times, which would read every write older than the cutoff (the whole
+// table, run after run).
+var lateSQL = `SELECT
+	(SELECT count(*) FROM audit_events WHERE id > ?1 AND +received_ns <= ?2 AND ` + writeTerms("") + ` AND cluster = ?5) +
+	(SELECT count(*) FROM log_records WHERE id > ?3 AND +ts_ns <= ?2 AND msg = ?4 AND cluster = ?5)`
+
+// latestWriteSQL is the time of the newest write up to an id: down the
+// writes' index from the newest, to the first that matches (max() with
+// these terms, or the id's range, would read every write).
+var latestWriteSQL = `SELECT received_ns FROM audit_events WHERE +id <= ? AND ` + writeTerms("") + `
+	AND cluster = ? ORDER BY received_ns DESC LIMIT 1`
+
 // message msg logged before it.
 func (s *Store) Late(ctx context.Context, w cpid.Watermark, msg string) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM audit_events WHERE id > ?1 AND received_ns <= ?2 AND `+writeTerms("")+` AND cluster = ?5) +
-		(SELECT count(*) FROM log_records WHERE id > ?3 AND ts_ns <= ?2 AND msg = ?4 AND cluster = ?5)`,
-		w.EventID, w.CutoffNS, w.LogID, msg, s.own()).Scan(&n)
+	err := s.r.QueryRowContext(ctx, lateSQL, w.EventID, w.CutoffNS, w.LogID, msg, s.own()).Scan(&n)
 	return n, err
 }
 
 // LatestWrite returns the latest receive time of a write with id <= upToID.
 func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
 	var ns int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events WHERE id <= ? AND `+writeTerms("")+`
-		AND cluster = ?`, upToID, s.own()).Scan(&ns)
+	err := s.r.QueryRowContext(ctx, latestWriteSQL, upToID, s.own()).Scan(&ns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	return ns, err
 }
 
@@ -254,8 +270,8 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 	rows, err := s.r.QueryContext(ctx, `SELECT m.id, m.cpid, m.ts_ns, m.service, m.origin, COALESCE(s.source_cpid, '')
 		FROM mergelogs m LEFT JOIN mergelog_sources s ON s.mergelog_id = m.id
 		LEFT JOIN audit_events e ON e.id = m.event_id
-		WHERE m.cluster = ? AND (m.event_id IS NULL OR e.received_ns <= ?)
-		ORDER BY m.id, s.pos`, s.own(), cutoffNS)
+		WHERE +m.cluster = ? AND (m.event_id IS NULL OR e.received_ns <= ?)
+		ORDER BY m.id, s.pos`, s.own(), cutoffNS) // +: in the table's order, not sorted again
 	if err != nil {
 		return err
 	}
@@ -284,16 +300,27 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 }
 
 // deleteProvisional deletes what was derived in cluster from writes
+
+// provisionalSQL deletes what a run derived from the writes received
+// after a time. The derived rows name writes only (the engine reads
+// nothing else), so the writes received after it are found down the
+// writes' index (writeTerms): without its terms the subquery reads every
+// event of the table, run after run.
+var provisionalSQL = []string{
+	`DELETE FROM revisions WHERE stage_ns > ?1 AND cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
+	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = ?2
+	   AND event_id IN (` + writesAfterSQL + `))`,
+	`DELETE FROM mergelogs WHERE cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
+	`DELETE FROM changes WHERE started_ns > ?1 AND cluster = ?2`,
+	`DELETE FROM anomalies WHERE cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
+}
+
+// writesAfterSQL is the ids of the writes received after ?1.
+var writesAfterSQL = `SELECT id FROM audit_events WHERE received_ns > ?1 AND ` + writeTerms("")
+
 // received after ns.
 func deleteProvisional(ctx context.Context, tx *sql.Tx, cluster string, ns int64) error {
-	for _, q := range []string{
-		`DELETE FROM revisions WHERE stage_ns > ?1 AND cluster = ?2 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
-		`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
-		   WHERE e.received_ns > ?1 AND m.cluster = ?2)`,
-		`DELETE FROM mergelogs WHERE cluster = ?2 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
-		`DELETE FROM changes WHERE started_ns > ?1 AND cluster = ?2`,
-		`DELETE FROM anomalies WHERE cluster = ?2 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > ?1)`,
-	} {
+	for _, q := range provisionalSQL {
 		if _, err := tx.ExecContext(ctx, q, ns, cluster); err != nil {
 			return err
 		}
