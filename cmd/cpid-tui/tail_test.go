@@ -428,10 +428,9 @@ func torture(t *testing.T, mode, follow string, n int) (loss int64) {
 			at = append(at, countEvents(r))
 			r.Close()
 		}
+		// No cap on the kills: on a loaded machine the writer takes
+		// longer, and a writer that hangs is the test's timeout's.
 		kills++
-		if kills > 40 {
-			t.Fatal("the writer is still writing after 40 kills")
-		}
 	}
 	t.Logf("%s: tailer SIGKILLed %d times, with %v of %d events stored", mode, kills, at, n)
 
