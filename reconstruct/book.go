@@ -2,6 +2,7 @@ package reconstruct
 
 import (
 	"context"
+	"iter"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -95,6 +96,12 @@ func (sv *saver) save(ctx context.Context, d *cpid.Derived) error {
 // finish renumbers the objects written out of order, summarizes the changes
 // the run touched, and stores the watermark.
 func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
+	// A live run (steps) commits what it stored before it reads it back,
+	// and between the parts of its end: the reads go to the readers, and
+	// a tailer waits for one part, not for the whole end.
+	if err := sv.step(ctx); err != nil {
+		return err
+	}
 	var placed []cpid.Placed
 	if sv.bulk != nil {
 		// One read of what was stored, object by object: memory for the
@@ -132,8 +139,13 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 			placed = append(placed, place(rs, false)...)
 		}
 	}
-	if err := sv.tx.Renumber(ctx, placed); err != nil {
-		return err
+	for part := range sv.parts(len(placed)) {
+		if err := sv.tx.Renumber(ctx, placed[part[0]:part[1]]); err != nil {
+			return err
+		}
+		if err := sv.step(ctx); err != nil {
+			return err
+		}
 	}
 	var sums []cpid.ChangeSummary
 	if b := sv.bulk; b != nil {
@@ -155,10 +167,39 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 			sums = append(sums, c.summary(id))
 		}
 	}
-	if err := sv.tx.Summarize(ctx, sums); err != nil {
-		return err
+	for part := range sv.parts(len(sums)) {
+		if err := sv.tx.Summarize(ctx, sums[part[0]:part[1]]); err != nil {
+			return err
+		}
+		if err := sv.step(ctx); err != nil {
+			return err
+		}
 	}
 	return sv.tx.Finish(ctx, w)
+}
+
+// step commits what is stored so far, in a live run (steps).
+func (sv *saver) step(ctx context.Context) error {
+	if sv.stepRows > 0 {
+		return sv.tx.Step(ctx)
+	}
+	return nil
+}
+
+// parts cuts n rows into the runs of one step each: all of them at once
+// when the run is one transaction.
+func (sv *saver) parts(n int) iter.Seq[[2]int] {
+	size := n
+	if sv.stepRows > 0 {
+		size = sv.stepRows
+	}
+	return func(yield func([2]int) bool) {
+		for i := 0; i < n; i += size {
+			if !yield([2]int{i, min(i+size, n)}) {
+				return
+			}
+		}
+	}
 }
 
 // place gives the writes of one object their places, by OrderRevisions when

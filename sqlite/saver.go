@@ -150,18 +150,24 @@ func (sv *deriveTx) begin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The lean settings: reconstruct appends and sorts (the indexes a
-	// bulk run builds again), and the ingest's cache of the writer would
-	// only hold what it wrote (peak RSS of a full reconstruct of 1M
-	// synthetic events: 690 MB with it, 485 MB with the lean one).
-	if err := apply(bg, conn, append([]string{`PRAGMA foreign_keys = OFF`}, leanSettings...)...); err != nil {
-		restore(bg, conn)
+	// The lean settings for a full rebuild: it appends and sorts (the
+	// indexes a bulk run builds again), and the ingest's cache of the
+	// writer would only hold what it wrote (peak RSS of a full
+	// reconstruct of 1M synthetic events: 690 MB with it, 485 MB with the
+	// lean one). An incremental run keeps the writer's cache: shrinking it
+	// at every step would throw away the pages a tailer writes to.
+	settings := []string{`PRAGMA foreign_keys = OFF`}
+	if sv.reset {
+		settings = append(settings, leanSettings...)
+	}
+	if err := apply(bg, conn, settings...); err != nil {
+		sv.restore(bg, conn)
 		conn.Close()
 		return err
 	}
 	tx, err := conn.BeginTx(bg, nil)
 	if err != nil {
-		restore(bg, conn)
+		sv.restore(bg, conn)
 		conn.Close()
 		return err
 	}
@@ -289,13 +295,17 @@ func (sv *deriveTx) commit() error {
 }
 
 // restore gives conn the writer's settings back, foreign keys on.
-func restore(ctx context.Context, conn *sql.Conn) error {
-	return apply(ctx, conn, append([]string{`PRAGMA foreign_keys = ON`}, writerSettings...)...)
+func (sv *deriveTx) restore(ctx context.Context, conn *sql.Conn) error {
+	settings := []string{`PRAGMA foreign_keys = ON`}
+	if sv.reset {
+		settings = append(settings, writerSettings...)
+	}
+	return apply(ctx, conn, settings...)
 }
 
 // release gives the writer connection back with its settings.
 func (sv *deriveTx) release() error {
-	err := restore(context.Background(), sv.conn)
+	err := sv.restore(context.Background(), sv.conn)
 	err = errors.Join(err, sv.conn.Close())
 	sv.conn = nil
 	return err
@@ -398,12 +408,30 @@ func (sv *deriveTx) Step(ctx context.Context) error {
 	return nil
 }
 
-// Revisions reads back the stored writes of an object (cpid.DeriveTx).
-func (sv *deriveTx) Revisions(ctx context.Context, k cpid.ObjectKey) ([]cpid.Placed, error) {
+// reader is where the run reads back what it stored: after a step, with
+// no transaction open and everything committed, the reader pool, so that
+// the reads of a live run's end do not hold the write lock a tailer
+// waits for; else the open transaction, which holds what is not
+// committed yet.
+func (sv *deriveTx) reader(ctx context.Context) (interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, error) {
+	if sv.tx == nil && sv.cleared && sv.steps > 0 {
+		return sv.st.r, nil
+	}
 	if err := sv.begin(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := sv.tx.QueryContext(ctx, `SELECT r.event_id, e.resource_version, r.stage_ns, r.seq, r.order_by
+	return sv.tx, nil
+}
+
+// Revisions reads back the stored writes of an object (cpid.DeriveTx).
+func (sv *deriveTx) Revisions(ctx context.Context, k cpid.ObjectKey) ([]cpid.Placed, error) {
+	q, err := sv.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT r.event_id, e.resource_version, r.stage_ns, r.seq, r.order_by
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		WHERE r.api_group = ? AND r.resource = ? AND r.namespace = ? AND r.name = ? AND r.cluster = ?`,
 		k.Group, k.Resource, k.Namespace, k.Name, sv.cluster)
@@ -446,10 +474,11 @@ func (sv *deriveTx) Objects(ctx context.Context, fn func(cpid.ObjectKey, []cpid.
 // ChangeWrites reads back the stored writes of a change (cpid.DeriveTx):
 // the columns a summary reads.
 func (sv *deriveTx) ChangeWrites(ctx context.Context, change string) ([]cpid.Write, error) {
-	if err := sv.begin(ctx); err != nil {
+	q, err := sv.reader(ctx)
+	if err != nil {
 		return nil, err
 	}
-	rows, err := sv.tx.QueryContext(ctx, `SELECT event_id, stage_ns, api_group, resource, namespace, name, attempt,
+	rows, err := q.QueryContext(ctx, `SELECT event_id, stage_ns, api_group, resource, namespace, name, attempt,
 		COALESCE(cause_event_id, 0), COALESCE(hop_ns, 0) FROM revisions WHERE change_id = ?`, change)
 	if err != nil {
 		return nil, err
