@@ -57,6 +57,7 @@ func main() {
 	recon := flag.Duration("reconstruct-every", 10*time.Second, "the tailer's reconstruct interval (0: never), as `cpid-tui tail --reconstruct-every`")
 	fleet := flag.Int("fleet", 0, "also measure this many clusters tailing into one PostgreSQL database (0: not)")
 	fleetRates := flag.String("fleet-rates", "1000,2500", "with -fleet: write rates per cluster, events/s")
+	fleetOnly := flag.Bool("fleet-only", false, "with -fleet: measure the PostgreSQL fleet alone (no single tailer, no SQLite rows beside the fleet's)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	native := flag.Bool("native", false, "open the SQLite databases with SQLite in C (cpid.Native, a cgo build) instead of the pure-Go SQLite `cpid-tui tail` uses")
 	batch := flag.Int("batch", 0, "the tailer's BatchSize, most records per transaction (0: its default), as `cpid-tui tail --batch`")
@@ -97,7 +98,13 @@ func main() {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
-	err := b.single(*rates)
+	b.fleetOnly = *fleetOnly && *fleet > 0
+	var err error
+	if b.fleetOnly {
+		b.ts, err = templates(b.bundle)
+	} else {
+		err = b.single(*rates)
+	}
 	if err == nil && *fleet > 0 {
 		err = b.fleet(*fleet, *fleetRates)
 	}
@@ -159,8 +166,10 @@ type bench struct {
 	events  int
 	maxSize int
 	recon   time.Duration
-	ts      [][]byte
-	trace   *tracer // nil: no -trace
+	// fleetOnly: -fleet-only, the fleet's PostgreSQL rows alone.
+	fleetOnly bool
+	ts        [][]byte
+	trace     *tracer // nil: no -trace
 
 	commitEvery time.Duration
 	batch       int
@@ -260,12 +269,17 @@ func (b *bench) fleet(n int, rateList string) error {
 	if err := row(pg, n, 0, b.events/n); err != nil {
 		return err
 	}
-	if err := row(sqliteTarget, 1, 0, b.events); err != nil {
-		return err
+	if !b.fleetOnly {
+		if err := row(sqliteTarget, 1, 0, b.events); err != nil {
+			return err
+		}
 	}
 	for _, rate := range rates {
 		if err := row(pg, n, rate, int(b.dur.Seconds()*float64(rate))); err != nil {
 			return err
+		}
+		if b.fleetOnly {
+			continue
 		}
 		if err := row(sqliteTarget, 1, n*rate, int(b.dur.Seconds()*float64(n*rate))); err != nil {
 			return err
