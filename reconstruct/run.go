@@ -152,12 +152,15 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		return res, err
 	}
 	en := opt.engine()
+	if !res.Full && !w.HasState {
+		// Before Late: with no last run, everything is new, and reading
+		// it to count the late rows would read the whole table.
+		res.Full, res.Why = true, "first run"
+	}
 	if !res.Full {
 		switch late, err := st.Late(ctx, w, cpid.MsgMergelog); {
 		case err != nil:
 			return res, err
-		case !w.HasState:
-			res.Full, res.Why = true, "first run"
 		case late > 0:
 			res.Full, res.Why = true, fmt.Sprintf("%d new writes or mergelog records are older than the last run's cutoff", late)
 		case lastEvent == w.EventID && lastLog == w.LogID:
