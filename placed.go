@@ -1,16 +1,22 @@
 package cpid
 
-// GroupObjects calls fn with the writes of each object that next reads,
-// for engines that read a table ordered by object (DeriveTx.Objects):
-// next fills one row and says whether there was one.
-func GroupObjects(next func(*ObjectKey, *Placed) (bool, error), fn func(ObjectKey, []Placed) error) error {
+// GroupObjects calls fn with the writes of each object that rows holds,
+// for engines that read a table object by object (DeriveTx.Objects). Each
+// row is the object's group, resource, namespace and name, then the
+// write's event id, resource version, stage time, place and order, and
+// the rows come ordered by object. The caller closes rows.
+func GroupObjects(rows Rows, fn func(ObjectKey, []Placed) error) error {
 	var cur ObjectKey
 	var rs []Placed
 	for {
 		var k ObjectKey
 		var p Placed
-		ok, err := next(&k, &p)
-		if err != nil {
+		ok := rows.Next()
+		if ok {
+			if err := rows.Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name, &p.EventID, &p.ResourceVersion, &p.StageNS, &p.Seq, &p.OrderBy); err != nil {
+				return err
+			}
+		} else if err := rows.Err(); err != nil {
 			return err
 		}
 		if !ok || k != cur {

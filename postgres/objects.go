@@ -19,10 +19,5 @@ func (d *deriveTx) Objects(ctx context.Context, fn func(cpid.ObjectKey, []cpid.P
 		return err
 	}
 	defer rows.Close()
-	return cpid.GroupObjects(func(k *cpid.ObjectKey, p *cpid.Placed) (bool, error) {
-		if !rows.Next() {
-			return false, rows.Err()
-		}
-		return true, rows.Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name, &p.EventID, &p.ResourceVersion, &p.StageNS, &p.Seq, &p.OrderBy)
-	}, fn)
+	return cpid.GroupObjects(rows, fn)
 }

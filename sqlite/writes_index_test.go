@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -12,27 +11,12 @@ import (
 // to either alone makes reconstruct read every event and sort.
 func TestWritesIndexUsed(t *testing.T) {
 	s := openTest(t)
-	ctx := context.Background()
 	for _, q := range []string{
 		`SELECT e.id FROM audit_events e WHERE e.received_ns > 1 AND e.id <= 9 AND e.cluster = 'c' AND ` +
 			writeTerms("e") + ` ORDER BY e.received_ns, e.id`,
 		latestWriteSQL,
 	} {
-		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, 9, "c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if p := strings.Join(plan, "; "); !strings.Contains(p, "INDEX audit_events_writes") || strings.Contains(p, "TEMP B-TREE") {
+		if p := queryPlan(t, s, q, 9, "c"); !strings.Contains(p, "INDEX audit_events_writes") || strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%s\nplan: %s, want the index audit_events_writes in its order", q, p)
 		}
 	}
@@ -43,22 +27,7 @@ func TestWritesIndexUsed(t *testing.T) {
 // the cutoff.
 func TestLateReadsNewRows(t *testing.T) {
 	s := openTest(t)
-	rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+lateSQL, 1, 2, 3, "m", "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	p := strings.Join(plan, "; ")
-	if strings.Count(p, "INTEGER PRIMARY KEY (rowid>?)") != 2 {
+	if p := queryPlan(t, s, lateSQL, 1, 2, 3, "m", "c"); strings.Count(p, "INTEGER PRIMARY KEY (rowid>?)") != 2 {
 		t.Errorf("plan: %s, want both tables read by id from the last run's", p)
 	}
 }
@@ -69,21 +38,7 @@ func TestLateReadsNewRows(t *testing.T) {
 func TestProvisionalReadsNewWrites(t *testing.T) {
 	s := openTest(t)
 	for _, q := range provisionalSQL {
-		rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+q, 1, "c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := queryPlan(t, s, q, 1, "c")
 		if strings.Contains(p, "SCAN audit_events") || strings.Contains(q, "audit_events") && !strings.Contains(p, "audit_events_writes (received_ns>?)") {
 			t.Errorf("%s\nplan: %s, want the writes after the cutoff down audit_events_writes", q, p)
 		}
