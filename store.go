@@ -48,9 +48,12 @@ type WriteEvent struct {
 	ReceivedNS      int64
 	StageNS         int64
 	CPID            string
-	Ancestors       []string
-	Traceparent     string
-	OwnerRefs       json.RawMessage
+	// Ancestors is the JSON array of the CPIDs the object's annotation
+	// carried before its own, as stored (reconstruct decodes it, and
+	// counts a value that is not valid JSON).
+	Ancestors   json.RawMessage
+	Traceparent string
+	OwnerRefs   json.RawMessage
 	// Latency is the audit event's annotations when they hold the
 	// apiserver's latency breakdown (apiserver.latency.k8s.io/*, written
 	// for slow requests), else nil.

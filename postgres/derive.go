@@ -102,10 +102,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &latency, &resp, &req, &e.File); err != nil {
 			return err
 		}
-		if anc != nil {
-			json.Unmarshal([]byte(*anc), &e.Ancestors)
-		}
-		e.OwnerRefs, e.Latency, e.Response, e.Request = raw(owners), raw(latency), raw(resp), raw(req)
+		e.Ancestors, e.OwnerRefs, e.Latency, e.Response, e.Request = raw(anc), raw(owners), raw(latency), raw(resp), raw(req)
 		if err := fn(e); err != nil {
 			return err
 		}

@@ -314,6 +314,9 @@ type Engine struct {
 	// valid JSON (the owner rule could not use them), and names the first
 	// (the run's data warning; set by Run once its scan ends).
 	BadOwnerRefs BadInput
+	// BadAncestors counts the writes whose stored CPID ancestors were not
+	// valid JSON, and names the first (set by Run, as BadOwnerRefs).
+	BadAncestors BadInput
 
 	// Derived accumulates what Process emits until Drain takes it.
 	cpid.Derived
@@ -831,6 +834,16 @@ func (en *Engine) number(o *Object, e *Event, w *cpid.Write) {
 type BadInput struct {
 	N     int
 	First string
+}
+
+// add counts w when err says what of it could not be read.
+func (b *BadInput) add(w *cpid.WriteEvent, err error) {
+	if err == nil {
+		return
+	}
+	if b.N++; b.N == 1 {
+		b.First = fmt.Sprintf("event %d, %s %s %s/%s: %v", w.ID, w.Verb, w.Resource, w.Namespace, w.Name, err)
+	}
 }
 
 // OrderRevisions orders the n writes of one object: by resourceVersion (the

@@ -285,6 +285,10 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d write(s) carry owner references that are not valid JSON; "+
 			"the owner rule did without them (the first: %s)", b.N, b.First))
 	}
+	if b := en.BadAncestors; b.N > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d write(s) carry CPID ancestors that are not valid JSON; "+
+			"their CPIDs' mergelogs were made without them (the first: %s)", b.N, b.First))
+	}
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -308,7 +312,7 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 	cutoff int64, stepRows int, save func(context.Context, cpid.Derived) error) ([]byte, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan []*Event, 4)
-	var badOwners BadInput // the scan's, read once it ended
+	var badOwners, badAncestors BadInput // the scan's, read once it ended
 	g.Go(func() error {
 		defer close(batches)
 		var b []*Event
@@ -334,11 +338,9 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 				fam = family(w.File)
 				families[w.File] = fam
 			}
-			if err := fromStore(ev, w, fam); err != nil {
-				if badOwners.N++; badOwners.N == 1 {
-					badOwners.First = fmt.Sprintf("event %d, %s %s %s/%s: %v", w.ID, w.Verb, w.Resource, w.Namespace, w.Name, err)
-				}
-			}
+			owners, ancestors := fromStore(ev, w, fam)
+			badOwners.add(w, owners)
+			badAncestors.add(w, ancestors)
 			if b == nil {
 				b = make([]*Event, 0, 256)
 			}
@@ -420,17 +422,19 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 		return nil
 	})
 	err := g.Wait()
-	en.BadOwnerRefs = badOwners
+	en.BadOwnerRefs, en.BadAncestors = badOwners, badAncestors
 	return snapshot, err
 }
 
-// fromStore fills ev from a stored write. Owner references that are not
-// valid JSON are left out, and said (the owner rule cannot use them).
-func fromStore(ev *Event, w *cpid.WriteEvent, family string) error {
+// fromStore fills ev from a stored write. Owner references and CPID
+// ancestors that are not valid JSON are left out, and said: the first
+// error is of the owner references (the owner rule cannot use them), the
+// second of the ancestors (the CPID's mergelog is made without them).
+func fromStore(ev *Event, w *cpid.WriteEvent, family string) (owners, ancestors error) {
 	*ev = Event{ID: w.ID, AuditID: w.AuditID, Verb: w.Verb, APIGroup: w.APIGroup, Resource: w.Resource,
 		Subresource: w.Subresource, Namespace: w.Namespace, Name: w.Name, UID: w.UID,
 		ResourceVersion: w.ResourceVersion, Username: w.Username, UserAgent: w.UserAgent, Code: w.Code,
-		ReceivedNS: w.ReceivedNS, StageNS: w.StageNS, CPID: w.CPID, Ancestors: w.Ancestors, Traceparent: w.Traceparent,
+		ReceivedNS: w.ReceivedNS, StageNS: w.StageNS, CPID: w.CPID, Traceparent: w.Traceparent,
 		Request: w.Request, Latency: w.Latency, Source: family}
 	if cpid.IsObjectBody(w.Subresource, w.Response) {
 		ev.Object = w.Response
@@ -438,10 +442,16 @@ func fromStore(ev *Event, w *cpid.WriteEvent, family string) error {
 	if len(w.OwnerRefs) > 0 {
 		if err := json.Unmarshal(w.OwnerRefs, &ev.OwnerRefs); err != nil {
 			ev.OwnerRefs = nil
-			return fmt.Errorf("owner references: %w", err)
+			owners = fmt.Errorf("owner references: %w", err)
 		}
 	}
-	return nil
+	if len(w.Ancestors) > 0 {
+		if err := json.Unmarshal(w.Ancestors, &ev.Ancestors); err != nil {
+			ev.Ancestors = nil
+			ancestors = fmt.Errorf("CPID ancestors: %w", err)
+		}
+	}
+	return owners, ancestors
 }
 
 // blind says what inference cannot see, per resource the rules read, when

@@ -165,7 +165,7 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		}
 		e.File = paths[fileID]
 		if anc.Valid {
-			json.Unmarshal([]byte(anc.String), &e.Ancestors)
+			e.Ancestors = json.RawMessage(anc.String)
 		}
 		if len(owners) > 0 {
 			e.OwnerRefs = bytes.Clone(owners)

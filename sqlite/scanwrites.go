@@ -3,7 +3,6 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/cpid-dev/cpid"
@@ -92,10 +91,8 @@ func (s *Store) scanWritesC(ctx context.Context, query string, args []any, fn fu
 				Namespace: in.of(b.bytesAt(v[wcNamespace])), Username: in.of(b.bytesAt(v[wcUsername])),
 				UserAgent: in.of(b.bytesAt(v[wcUserAgent])), Code: int(v[wcCode].i),
 				ReceivedNS: v[wcReceived].i, StageNS: v[wcStage].i, File: paths[v[wcFile].i]}
-			if v[wcAncestors].kind != valNull {
-				if err := json.Unmarshal(b.bytesAt(v[wcAncestors]), &e.Ancestors); err != nil {
-					e.Ancestors = nil
-				}
+			if x := b.bytesAt(v[wcAncestors]); len(x) > 0 {
+				e.Ancestors = bytes.Clone(x)
 			}
 			if x := b.bytesAt(v[wcOwners]); len(x) > 0 {
 				e.OwnerRefs = bytes.Clone(x)

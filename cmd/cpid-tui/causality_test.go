@@ -671,3 +671,38 @@ func TestBadOwnerRefsWarned(t *testing.T) {
 		t.Errorf("reconstruct did not say it, want %q in:\n%s%s", want, out, e)
 	}
 }
+
+// TestBadAncestorsWarned: a write whose stored CPID ancestors are not
+// valid JSON is reconstructed without them, and reconstruct says so with
+// the count and the first such write (they were dropped in silence by
+// both engines' scans).
+func TestBadAncestorsWarned(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "cpid.db")
+	if code, out, e := runCmd(t, nil, "ingest", "--db", db, "../../fixtures/instrumented/bundle"); code != 0 {
+		t.Fatalf("ingest: %d\n%s%s", code, out, e)
+	}
+	sdb, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	var id int64
+	var verb, resource string
+	if err := sdb.QueryRow(`SELECT id, verb, resource FROM audit_events WHERE cpid_ancestors IS NOT NULL
+		AND stage = 'ResponseComplete' AND verb IN ('create', 'update', 'patch') ORDER BY received_ns, id LIMIT 1`).Scan(&id, &verb, &resource); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec(`UPDATE audit_events SET cpid_ancestors = '["a", ' WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	code, out, e := runCmd(t, nil, "reconstruct", "--db", db)
+	if code != 0 {
+		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
+	}
+	want := fmt.Sprintf("warning: 1 write(s) carry CPID ancestors that are not valid JSON; their CPIDs' mergelogs were made without them (the first: event %d, %s %s ", id, verb, resource)
+	if !strings.Contains(out, want) {
+		t.Errorf("reconstruct did not say it, want %q in:\n%s%s", want, out, e)
+	}
+}
