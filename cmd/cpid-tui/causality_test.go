@@ -638,71 +638,49 @@ func TestNodeStoryDetails(t *testing.T) {
 	}
 }
 
-// TestBadOwnerRefsWarned: a write whose stored owner references are not
-// valid JSON (a database edited by hand, or written by a bug) loses the
-// owner rule for that write, and reconstruct says so with the count and
-// the first such write, instead of going on in silence.
-func TestBadOwnerRefsWarned(t *testing.T) {
+// TestBadStoredJSONWarned: a write whose stored owner references or CPID
+// ancestors are not valid JSON (a database edited by hand, or written by
+// a bug) is reconstructed without them, and reconstruct says so with the
+// count and the first such write, instead of going on in silence.
+func TestBadStoredJSONWarned(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", db, "../../fixtures/basic/bundle"); code != 0 {
-		t.Fatalf("ingest: %d\n%s%s", code, out, e)
-	}
-	sdb, err := sql.Open("sqlite", "file:"+db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sdb.Close()
-	var id int64
-	if err := sdb.QueryRow(`SELECT id FROM audit_events WHERE owner_refs IS NOT NULL AND resource = 'pods'
-		AND verb = 'create' AND stage = 'ResponseComplete' ORDER BY id LIMIT 1`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sdb.Exec(`UPDATE audit_events SET owner_refs = '[{"uid": ' WHERE id = ?`, id); err != nil {
-		t.Fatal(err)
-	}
-	sdb.Close()
-	code, out, e := runCmd(t, nil, "reconstruct", "--db", db)
-	if code != 0 {
-		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
-	}
-	want := fmt.Sprintf("warning: 1 write(s) carry owner references that are not valid JSON; the owner rule did without them (the first: event %d, create pods ", id)
-	if !strings.Contains(out, want) {
-		t.Errorf("reconstruct did not say it, want %q in:\n%s%s", want, out, e)
-	}
-}
-
-// TestBadAncestorsWarned: a write whose stored CPID ancestors are not
-// valid JSON is reconstructed without them, and reconstruct says so with
-// the count and the first such write (they were dropped in silence by
-// both engines' scans).
-func TestBadAncestorsWarned(t *testing.T) {
-	t.Parallel()
-	db := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", db, "../../fixtures/instrumented/bundle"); code != 0 {
-		t.Fatalf("ingest: %d\n%s%s", code, out, e)
-	}
-	sdb, err := sql.Open("sqlite", "file:"+db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sdb.Close()
-	var id int64
-	var verb, resource string
-	if err := sdb.QueryRow(`SELECT id, verb, resource FROM audit_events WHERE cpid_ancestors IS NOT NULL
-		AND stage = 'ResponseComplete' AND verb IN ('create', 'update', 'patch') ORDER BY received_ns, id LIMIT 1`).Scan(&id, &verb, &resource); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sdb.Exec(`UPDATE audit_events SET cpid_ancestors = '["a", ' WHERE id = ?`, id); err != nil {
-		t.Fatal(err)
-	}
-	sdb.Close()
-	code, out, e := runCmd(t, nil, "reconstruct", "--db", db)
-	if code != 0 {
-		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
-	}
-	want := fmt.Sprintf("warning: 1 write(s) carry CPID ancestors that are not valid JSON; their CPIDs' mergelogs were made without them (the first: event %d, %s %s ", id, verb, resource)
-	if !strings.Contains(out, want) {
-		t.Errorf("reconstruct did not say it, want %q in:\n%s%s", want, out, e)
+	for _, c := range []struct {
+		name, fixture, pick, set, want string
+	}{
+		{"owner references", "basic", `owner_refs IS NOT NULL AND resource = 'pods' AND verb = 'create'`,
+			`owner_refs = '[{"uid": '`, "owner references that are not valid JSON; the owner rule did without them"},
+		{"CPID ancestors", "instrumented", `cpid_ancestors IS NOT NULL AND verb IN ('create', 'update', 'patch')`,
+			`cpid_ancestors = '["a", '`, "CPID ancestors that are not valid JSON; their CPIDs' mergelogs were made without them"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := filepath.Join(t.TempDir(), "cpid.db")
+			if code, out, e := runCmd(t, nil, "ingest", "--db", db, "../../fixtures/"+c.fixture+"/bundle"); code != 0 {
+				t.Fatalf("ingest: %d\n%s%s", code, out, e)
+			}
+			sdb, err := sql.Open("sqlite", "file:"+db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sdb.Close()
+			var id int64
+			var verb, resource string
+			if err := sdb.QueryRow(`SELECT id, verb, resource FROM audit_events WHERE `+c.pick+`
+				AND stage = 'ResponseComplete' ORDER BY received_ns, id LIMIT 1`).Scan(&id, &verb, &resource); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sdb.Exec(`UPDATE audit_events SET `+c.set+` WHERE id = ?`, id); err != nil {
+				t.Fatal(err)
+			}
+			sdb.Close()
+			code, out, e := runCmd(t, nil, "reconstruct", "--db", db)
+			if code != 0 {
+				t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
+			}
+			want := fmt.Sprintf("warning: 1 write(s) carry %s (the first: event %d, %s %s ", c.want, id, verb, resource)
+			if !strings.Contains(out, want) {
+				t.Errorf("reconstruct did not say it, want %q in:\n%s%s", want, out, e)
+			}
+		})
 	}
 }
