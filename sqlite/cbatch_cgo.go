@@ -10,11 +10,8 @@ package sqlite
 // them. (cgo's trial link of this package alone cannot; the go command
 // then leaves the package to the external linker, which every program
 // with mattn/go-sqlite3 uses anyway.) The declarations are sqlite3.h's.
-#include <stdint.h>
-#include <stdlib.h>
+#include "csqlite.h"
 
-typedef struct sqlite3 sqlite3;
-typedef struct sqlite3_stmt sqlite3_stmt;
 typedef struct sqlite3_context sqlite3_context;
 typedef struct sqlite3_value sqlite3_value;
 extern int sqlite3_config(int, ...);
@@ -24,32 +21,16 @@ extern int sqlite3_create_function(sqlite3*, const char*, int, int, void*,
 	void(*)(sqlite3_context*));
 extern sqlite3 *sqlite3_context_db_handle(sqlite3_context*);
 extern void sqlite3_result_int64(sqlite3_context*, long long);
-extern int sqlite3_prepare_v2(sqlite3*, const char*, int, sqlite3_stmt**, const char**);
-extern int sqlite3_bind_null(sqlite3_stmt*, int);
-extern int sqlite3_bind_int64(sqlite3_stmt*, int, long long);
-extern int sqlite3_bind_text(sqlite3_stmt*, int, const char*, int, void(*)(void*));
 extern int sqlite3_bind_blob(sqlite3_stmt*, int, const void*, int, void(*)(void*));
-extern int sqlite3_step(sqlite3_stmt*);
 extern int sqlite3_reset(sqlite3_stmt*);
-extern int sqlite3_finalize(sqlite3_stmt*);
 extern int sqlite3_changes(sqlite3*);
 extern long long sqlite3_last_insert_rowid(sqlite3*);
-extern const char *sqlite3_errmsg(sqlite3*);
 
 enum {
-	CPID_SQLITE_DONE = 101,
 	CPID_SQLITE_CONFIG_MEMSTATUS = 9,
 	CPID_SQLITE_UTF8 = 1,
 	CPID_SQLITE_DIRECTONLY = 0x80000, // not callable from a trigger or a view
 };
-
-// cpid_val is cval (rows.go): an integer, or a text or blob at an offset
-// of the arena. Its layout is checked against cval's when Go compiles.
-typedef struct { int64_t i; int32_t n; int32_t kind; } cpid_val;
-enum { CPID_NULL, CPID_INT, CPID_TEXT, CPID_BLOB };
-
-// cpid_db is the connection whose handle cpid_handle() returned.
-static sqlite3 *cpid_db(int64_t h) { return (sqlite3*)(intptr_t)h; }
 
 // cpid_exec_batch binds and steps st once per row; ids[r] is the rowid
 // row r inserted, 0 when it changed nothing. On an error it returns the
@@ -83,12 +64,6 @@ static int cpid_exec_batch(int64_t h, sqlite3_stmt *st, const char *arena, const
 	}
 	return 0;
 }
-
-static int cpid_prepare(int64_t h, const char *q, sqlite3_stmt **st) {
-	return sqlite3_prepare_v2(cpid_db(h), q, -1, st, 0);
-}
-
-static const char *cpid_errmsg(int64_t h) { return sqlite3_errmsg(cpid_db(h)); }
 
 // cpid_handle_fn is the SQL function cpid_handle(): the sqlite3* of the
 // connection that calls it, as an integer. It is how this package learns

@@ -3,45 +3,23 @@
 package sqlite
 
 /*
-// The functions of SQLite in C are resolved as in cbatch_cgo.go.
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "csqlite.h"
 
-typedef struct sqlite3 sqlite3;
-typedef struct sqlite3_stmt sqlite3_stmt;
-extern int sqlite3_prepare_v2(sqlite3*, const char*, int, sqlite3_stmt**, const char**);
-extern int sqlite3_bind_null(sqlite3_stmt*, int);
-extern int sqlite3_bind_int64(sqlite3_stmt*, int, long long);
-extern int sqlite3_bind_text(sqlite3_stmt*, int, const char*, int, void(*)(void*));
-extern int sqlite3_step(sqlite3_stmt*);
-extern int sqlite3_finalize(sqlite3_stmt*);
 extern int sqlite3_column_count(sqlite3_stmt*);
 extern int sqlite3_column_type(sqlite3_stmt*, int);
 extern long long sqlite3_column_int64(sqlite3_stmt*, int);
 extern const void *sqlite3_column_blob(sqlite3_stmt*, int);
 extern int sqlite3_column_bytes(sqlite3_stmt*, int);
-extern const char *sqlite3_errmsg(sqlite3*);
 
-typedef struct { int64_t i; int32_t n; int32_t kind; } cpid_rval;
-enum { CPID_R_NULL, CPID_R_INT, CPID_R_TEXT, CPID_R_BLOB };
-enum { CPID_R_ROW = 100, CPID_R_DONE = 101, CPID_R_SMALL = -1 };
-
-static sqlite3 *cpid_rdb(int64_t h) { return (sqlite3*)(intptr_t)h; }
-
-static int cpid_rprepare(int64_t h, const char *q, sqlite3_stmt **st) {
-	return sqlite3_prepare_v2(cpid_rdb(h), q, -1, st, 0);
-}
-
-static const char *cpid_rerrmsg(int64_t h) { return sqlite3_errmsg(cpid_rdb(h)); }
+enum { CPID_R_SMALL = -1 };
 
 // cpid_bind binds n values, texts copied by SQLite (SQLITE_TRANSIENT).
-static int cpid_bind(sqlite3_stmt *st, const char *arena, const cpid_rval *v, int n) {
+static int cpid_bind(sqlite3_stmt *st, const char *arena, const cpid_val *v, int n) {
 	for (int c = 1; c <= n; c++, v++) {
 		int rc;
 		switch (v->kind) {
-		case CPID_R_NULL: rc = sqlite3_bind_null(st, c); break;
-		case CPID_R_INT: rc = sqlite3_bind_int64(st, c, v->i); break;
+		case CPID_NULL: rc = sqlite3_bind_null(st, c); break;
+		case CPID_INT: rc = sqlite3_bind_int64(st, c, v->i); break;
 		default: rc = sqlite3_bind_text(st, c, v->n ? arena + v->i : "", v->n, (void(*)(void*))-1); break;
 		}
 		if (rc) return rc;
@@ -53,11 +31,11 @@ static int cpid_bind(sqlite3_stmt *st, const char *arena, const cpid_rval *v, in
 // into v (row after row) and their texts and blobs into arena, of cap
 // bytes. *current says st stands on a row a previous call stepped to but
 // could not copy (the arena was full); it is copied first. It returns
-// CPID_R_ROW when the batch is full and rows may follow, CPID_R_DONE at
+// CPID_SQLITE_ROW when the batch is full and rows may follow, CPID_SQLITE_DONE at
 // the end, CPID_R_SMALL when a row alone is larger than the arena (*need
 // is its size), or SQLite's error code. *nrow and *used say what it
 // copied, whatever it returns.
-static int cpid_read_batch(sqlite3_stmt *st, int ncol, int maxrow, cpid_rval *v, char *arena, int64_t cap,
+static int cpid_read_batch(sqlite3_stmt *st, int ncol, int maxrow, cpid_val *v, char *arena, int64_t cap,
 		int *nrow, int64_t *used, int *current, int64_t *need) {
 	int n = 0;
 	int64_t off = 0;
@@ -66,7 +44,7 @@ static int cpid_read_batch(sqlite3_stmt *st, int ncol, int maxrow, cpid_rval *v,
 	for (;;) {
 		if (!*current) {
 			int rc = sqlite3_step(st);
-			if (rc != CPID_R_ROW) {
+			if (rc != CPID_SQLITE_ROW) {
 				*nrow = n;
 				*used = off;
 				return rc;
@@ -84,21 +62,21 @@ static int cpid_read_batch(sqlite3_stmt *st, int ncol, int maxrow, cpid_rval *v,
 		if (off + size > cap) {
 			*nrow = n;
 			*used = off;
-			if (n > 0) return CPID_R_ROW;
+			if (n > 0) return CPID_SQLITE_ROW;
 			*need = size;
 			return CPID_R_SMALL;
 		}
-		cpid_rval *r = v + (int64_t)n * ncol;
+		cpid_val *r = v + (int64_t)n * ncol;
 		for (int c = 0; c < ncol; c++) {
 			switch (sqlite3_column_type(st, c)) {
-			case 5: r[c].kind = CPID_R_NULL; r[c].i = 0; r[c].n = 0; break;
-			case 1: case 2: r[c].kind = CPID_R_INT; r[c].i = sqlite3_column_int64(st, c); r[c].n = 0; break;
+			case 5: r[c].kind = CPID_NULL; r[c].i = 0; r[c].n = 0; break;
+			case 1: case 2: r[c].kind = CPID_INT; r[c].i = sqlite3_column_int64(st, c); r[c].n = 0; break;
 			default: {
 				int t = sqlite3_column_type(st, c);
 				const void *p = sqlite3_column_blob(st, c);
 				int len = sqlite3_column_bytes(st, c);
 				if (len > 0) memcpy(arena + off, p, len);
-				r[c].kind = t == 3 ? CPID_R_TEXT : CPID_R_BLOB;
+				r[c].kind = t == 3 ? CPID_TEXT : CPID_BLOB;
 				r[c].i = off;
 				r[c].n = len;
 				off += len;
@@ -109,7 +87,7 @@ static int cpid_read_batch(sqlite3_stmt *st, int ncol, int maxrow, cpid_rval *v,
 		if (++n == maxrow) {
 			*nrow = n;
 			*used = off;
-			return CPID_R_ROW;
+			return CPID_SQLITE_ROW;
 		}
 	}
 }
@@ -123,18 +101,6 @@ import (
 	"unsafe"
 
 	mattn "github.com/mattn/go-sqlite3"
-)
-
-// rval and cpid_rval are one layout (cval's): checked as cbatch_cgo.go
-// checks cval.
-var (
-	_ [0]struct{} = [unsafe.Sizeof(cval{}) - C.sizeof_cpid_rval]struct{}{}
-	_ [0]struct{} = [unsafe.Offsetof(cval{}.n) - unsafe.Offsetof(C.cpid_rval{}.n)]struct{}{}
-	_ [0]struct{} = [unsafe.Offsetof(cval{}.kind) - unsafe.Offsetof(C.cpid_rval{}.kind)]struct{}{}
-	_ [0]struct{} = [valNull - C.CPID_R_NULL]struct{}{}
-	_ [0]struct{} = [valInt - C.CPID_R_INT]struct{}{}
-	_ [0]struct{} = [valText - C.CPID_R_TEXT]struct{}{}
-	_ [0]struct{} = [valBlob - C.CPID_R_BLOB]struct{}{}
 )
 
 // readBatchRows is how many rows one call to C reads at most.
@@ -162,8 +128,8 @@ func scanC(ctx context.Context, db *sql.DB, query string, args []any, fn func(*r
 		q := C.CString(query)
 		defer C.free(unsafe.Pointer(q))
 		var st *C.sqlite3_stmt
-		if rc := C.cpid_rprepare(h, q, &st); rc != 0 {
-			return rError(h, rc)
+		if rc := C.cpid_prepare(h, q, &st); rc != 0 {
+			return cError(h, rc)
 		}
 		defer C.sqlite3_finalize(st)
 		bind := &rows{ncol: len(args)}
@@ -183,8 +149,8 @@ func scanC(ctx context.Context, db *sql.DB, query string, args []any, fn func(*r
 		}
 		if len(args) > 0 {
 			if rc := C.cpid_bind(st, (*C.char)(unsafe.Pointer(unsafe.SliceData(append(bind.arena, 0)))),
-				(*C.cpid_rval)(unsafe.Pointer(unsafe.SliceData(bind.vals))), C.int(len(args))); rc != 0 {
-				return rError(h, rc)
+				(*C.cpid_val)(unsafe.Pointer(unsafe.SliceData(bind.vals))), C.int(len(args))); rc != 0 {
+				return cError(h, rc)
 			}
 		}
 		ncol := int(C.sqlite3_column_count(st))
@@ -196,15 +162,15 @@ func scanC(ctx context.Context, db *sql.DB, query string, args []any, fn func(*r
 			}
 			var nrow C.int
 			var used, need C.int64_t
-			rc := C.cpid_read_batch(st, C.int(ncol), readBatchRows, (*C.cpid_rval)(unsafe.Pointer(unsafe.SliceData(out.vals))),
+			rc := C.cpid_read_batch(st, C.int(ncol), readBatchRows, (*C.cpid_val)(unsafe.Pointer(unsafe.SliceData(out.vals))),
 				(*C.char)(unsafe.Pointer(unsafe.SliceData(out.arena))), C.int64_t(len(out.arena)), &nrow, &used, &current, &need)
 			switch rc {
-			case C.CPID_R_ROW, C.CPID_R_DONE:
+			case C.CPID_SQLITE_ROW, C.CPID_SQLITE_DONE:
 			case C.CPID_R_SMALL:
 				out.arena = make([]byte, 2*int(need))
 				continue
 			default:
-				return rError(h, rc)
+				return cError(h, rc)
 			}
 			if nrow > 0 {
 				b := &rows{ncol: ncol, vals: out.vals[:int(nrow)*ncol], arena: out.arena[:used]}
@@ -212,13 +178,9 @@ func scanC(ctx context.Context, db *sql.DB, query string, args []any, fn func(*r
 					return err
 				}
 			}
-			if rc == C.CPID_R_DONE {
+			if rc == C.CPID_SQLITE_DONE {
 				return nil
 			}
 		}
 	})
-}
-
-func rError(h C.int64_t, rc C.int) error {
-	return &cSQLiteError{code: int(rc), msg: C.GoString(C.cpid_rerrmsg(h))}
 }

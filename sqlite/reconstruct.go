@@ -335,8 +335,6 @@ func nullInt64(n int64) any {
 	return n
 }
 
-func nullHop(x cpid.Write) any { return nullInt64If(x.CauseEventID != 0, x.HopNS) }
-
 // nullInt64If is n, or NULL when ok is false.
 func nullInt64If(ok bool, n int64) any {
 	if !ok {

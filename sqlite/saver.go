@@ -205,52 +205,79 @@ func (sv *deriveTx) begin(ctx context.Context) error {
 	return nil
 }
 
-// saveRevisionsC stores ws by the batch in SQLite in C, in the open
-// transaction of the writer connection (the batch's).
-func (sv *deriveTx) saveRevisionsC(b *batchExec, ws []cpid.Write) error {
+// saveRevisions stores ws: by the batch in SQLite in C (a native store:
+// every revision in one call, in the open transaction of the writer's
+// connection), else through database/sql, revBatch rows a statement in a
+// bulk run.
+func (sv *deriveTx) saveRevisions(ws []cpid.Write) error {
+	if len(ws) == 0 {
+		return nil
+	}
 	r := newRows(revisionColumns)
 	defer r.put()
 	for i := range ws {
-		x := &ws[i]
-		r.int(x.EventID)
-		r.text(x.Key.Group)
-		r.text(x.Key.Resource)
-		r.text(x.Key.Namespace)
-		r.text(x.Key.Name)
-		r.int(int64(x.Seq))
-		r.text(x.OrderBy)
-		r.int(b2i(x.Attempt))
-		r.int(x.StageNS)
-		r.text(x.Writer.Name)
-		r.int(b2i(x.Writer.User))
-		r.textOrNull(x.CPID)
-		r.textOrNull(x.CPIDOrigin)
-		r.intOrNull(x.CauseEventID)
-		r.textOrNull(x.Rule)
-		r.textOrNull(x.ChangeID)
-		if x.CauseEventID != 0 {
-			r.int(x.HopNS)
-		} else {
-			r.null()
-		}
-		r.text(sv.cluster)
-		r.textOrNull(string(x.Explain))
-		r.textOrNull(x.ExplainDetail)
-		r.textOrNull(string(x.Confidence))
+		revisionRow(r, &ws[i], sv.cluster)
 	}
-	verb := "INSERT OR REPLACE"
-	if sv.bulk {
-		verb = "INSERT"
-	}
-	sv.ids = slices.Grow(sv.ids[:0], len(ws))[:len(ws)]
-	if err := b.exec(verb+insertRevision, r, sv.ids); err != nil {
-		var re *rowError
-		if errors.As(err, &re) {
-			return fmt.Errorf("save revision of event %d: %w", ws[re.row].EventID, err)
+	if b := sv.st.batch; b != nil {
+		verb := "INSERT OR REPLACE"
+		if sv.bulk {
+			verb = "INSERT"
 		}
-		return err
+		sv.ids = slices.Grow(sv.ids[:0], len(ws))[:len(ws)]
+		if err := b.exec(verb+insertRevision, r, sv.ids); err != nil {
+			var re *rowError
+			if errors.As(err, &re) {
+				return fmt.Errorf("save revision of event %d: %w", ws[re.row].EventID, err)
+			}
+			return err
+		}
+		return nil
+	}
+	i := 0
+	for ; sv.bulk && len(ws)-i >= revBatch; i += revBatch {
+		sv.args = sv.args[:0]
+		for j := i; j < i+revBatch; j++ {
+			sv.args = append(sv.args, r.args(j, nil)...)
+		}
+		if _, err := sv.exec(stRevisions, sv.args...); err != nil {
+			return fmt.Errorf("save revisions of events %d to %d: %w", ws[i].EventID, ws[i+revBatch-1].EventID, err)
+		}
+	}
+	for ; i < len(ws); i++ {
+		if _, err := sv.exec(stRevision, r.args(i, sv.args)...); err != nil {
+			return fmt.Errorf("save revision of event %d: %w", ws[i].EventID, err)
+		}
 	}
 	return nil
+}
+
+// revisionRow appends the values of x's revisions row to r.
+func revisionRow(r *rows, x *cpid.Write, cluster string) {
+	r.int(x.EventID)
+	r.text(x.Key.Group)
+	r.text(x.Key.Resource)
+	r.text(x.Key.Namespace)
+	r.text(x.Key.Name)
+	r.int(int64(x.Seq))
+	r.text(x.OrderBy)
+	r.int(b2i(x.Attempt))
+	r.int(x.StageNS)
+	r.text(x.Writer.Name)
+	r.int(b2i(x.Writer.User))
+	r.textOrNull(x.CPID)
+	r.textOrNull(x.CPIDOrigin)
+	r.intOrNull(x.CauseEventID)
+	r.textOrNull(x.Rule)
+	r.textOrNull(x.ChangeID)
+	if x.CauseEventID != 0 {
+		r.int(x.HopNS)
+	} else {
+		r.null()
+	}
+	r.text(cluster)
+	r.textOrNull(string(x.Explain))
+	r.textOrNull(x.ExplainDetail)
+	r.textOrNull(string(x.Confidence))
 }
 
 // revisionColumns is the number of columns of insertRevision.
@@ -265,14 +292,6 @@ func b2i(b bool) int64 {
 
 // revBatch is how many revisions a bulk insert statement stores.
 const revBatch = 16
-
-// revisionArgs appends the values of a revisions row.
-func revisionArgs(args []any, x *cpid.Write, cluster string) []any {
-	return append(args, x.EventID, x.Key.Group, x.Key.Resource, x.Key.Namespace, x.Key.Name,
-		x.Seq, x.OrderBy, x.Attempt, x.StageNS, x.Writer.Name, x.Writer.User, nullString(x.CPID), nullString(x.CPIDOrigin),
-		nullInt64(x.CauseEventID), nullString(x.Rule), nullString(x.ChangeID), nullHop(*x), cluster,
-		nullString(string(x.Explain)), nullString(x.ExplainDetail), nullString(string(x.Confidence)))
-}
 
 func (sv *deriveTx) closeStmts() {
 	for i, st := range sv.stmts {
@@ -339,27 +358,8 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	if testHookSave != nil {
 		testHookSave()
 	}
-	ws := out.Writes
-	if b := sv.st.batch; b != nil && len(ws) > 0 {
-		// SQLite in C (a native store): every revision in one call.
-		if err := sv.saveRevisionsC(b, ws); err != nil {
-			return err
-		}
-		ws = nil
-	}
-	for ; sv.bulk && len(ws) >= revBatch; ws = ws[revBatch:] {
-		sv.args = sv.args[:0]
-		for i := range ws[:revBatch] {
-			sv.args = revisionArgs(sv.args, &ws[i], sv.cluster)
-		}
-		if _, err := sv.exec(stRevisions, sv.args...); err != nil {
-			return fmt.Errorf("save revisions of events %d to %d: %w", ws[0].EventID, ws[revBatch-1].EventID, err)
-		}
-	}
-	for i := range ws {
-		if _, err := sv.exec(stRevision, revisionArgs(sv.args[:0], &ws[i], sv.cluster)...); err != nil {
-			return fmt.Errorf("save revision of event %d: %w", ws[i].EventID, err)
-		}
+	if err := sv.saveRevisions(out.Writes); err != nil {
+		return err
 	}
 	for _, m := range out.Mergelogs {
 		r, err := sv.exec(stMergelog, m.CPID, m.TimeNS, m.Service, string(m.Origin), nullInt64(m.EventID), sv.cluster)
