@@ -234,10 +234,12 @@ func (sv *deriveTx) saveRevisions(ws []cpid.Write) error {
 		return nil
 	}
 	i := 0
+	var one []any
 	for ; sv.bulk && len(ws)-i >= revBatch; i += revBatch {
 		sv.args = sv.args[:0]
 		for j := i; j < i+revBatch; j++ {
-			sv.args = append(sv.args, r.args(j, nil)...)
+			one = r.args(j, one)
+			sv.args = append(sv.args, one...)
 		}
 		if _, err := sv.exec(stRevisions, sv.args...); err != nil {
 			return fmt.Errorf("save revisions of events %d to %d: %w", ws[i].EventID, ws[i+revBatch-1].EventID, err)
