@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
+	"github.com/cpid-dev/cpid/present"
 	"os"
 	"os/exec"
 	"path/filepath"

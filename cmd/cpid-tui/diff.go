@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
+	"github.com/cpid-dev/cpid/present"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"math"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/export"
+	"github.com/cpid-dev/cpid/present"
 )
 
 func init() {

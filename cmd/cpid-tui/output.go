@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"os"
 	"reflect"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // The -o values of the listings: those with ids to print one a line, and

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,7 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/report"
+	"github.com/cpid-dev/cpid/present"
+	"github.com/cpid-dev/cpid/report"
 )
 
 func init() {

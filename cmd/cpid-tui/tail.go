@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
+	"github.com/cpid-dev/cpid/present"
 	"net"
 	"net/http"
 	"strconv"

@@ -7,7 +7,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // Options configure a Model.

@@ -2,13 +2,13 @@ package tui
 
 import (
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // revisionLimit bounds the revisions read for one object: the latest ones.

@@ -2,13 +2,13 @@ package tui
 
 import (
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // clock formats a Unix-ns time of day, UTC, to the millisecond.

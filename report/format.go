@@ -2,11 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"strings"
 	"time"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // dur formats a duration in ns for the report: whole µs below a

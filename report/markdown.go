@@ -3,13 +3,13 @@ package report
 import (
 	"bufio"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"io"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // Markdown writes the report as Markdown (CommonMark with GitHub's

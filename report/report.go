@@ -11,13 +11,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 

@@ -2,9 +2,10 @@ package report
 
 import (
 	"fmt"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/present"
 	"slices"
 	"strings"
+
+	"github.com/cpid-dev/cpid/present"
 )
 
 // Layout is the geometry of a timeline chart, in SVG user units.
