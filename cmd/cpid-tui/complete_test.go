@@ -56,9 +56,23 @@ source <(cpid-tui completion bash)
 	s := newTmux(t, "bash", 250, 30, "cd "+empty+" && env -u CPID_DB PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH")+
 		" bash --noprofile --rcfile "+rc+" -i")
 	s.waitText("cpid$")
+	// command runs a command line and waits for the prompt after it on a
+	// cleared screen. Keys typed while the shell runs a command are echoed
+	// by the terminal itself (cooked mode) before readline reads them: an
+	// echoed "query timeline 1a2b<TAB>X" ends with X before the TAB has
+	// completed anything, and under load that echo matched the wait below.
+	// Readline shows its prompt only once it reads the terminal raw, so
+	// keys typed after the prompt are echoed by readline alone.
+	command := func(line string) {
+		s.keys("C-u")
+		s.text(line + "; clear")
+		s.keys("Enter")
+		s.wait("the prompt after "+line, func(sc string) bool { return strings.TrimSpace(sc) == "cpid$" })
+	}
 
-	// Each TAB is done before the next key is read: what is on the line
-	// after the next key is what the completion left.
+	// Each TAB is done before the next key is read (readline reads the
+	// terminal raw during a completion, nothing is echoed ahead of it):
+	// what is on the line after the next key is what the completion left.
 	s.text("cpid-tui --db " + db + " history dep")
 	s.keys("Tab")
 	s.text("w")
@@ -68,17 +82,11 @@ source <(cpid-tui completion bash)
 	if want := "history deployments/web X"; !strings.Contains(sc, want) {
 		t.Errorf("history dep<TAB>w<TAB>: want %q on the line:\n%s", want, sc)
 	}
-	s.keys("C-u")
-	s.text("clear")
-	s.keys("Enter")
 
-	s.text("export CPID_DB=" + db)
-	s.keys("Enter")
+	command("export CPID_DB=" + db)
 	s.text("cpid-tui query timeline " + ids[2][:4])
 	s.keys("Tab")
 	s.text("X")
-	// The line itself must end with the X: the previous step's X may
-	// still be on the screen before "clear" has run.
 	sc = s.wait("the timeline line to end with X", func(sc string) bool {
 		for _, l := range strings.Split(sc, "\n") {
 			if l = strings.TrimSpace(l); strings.Contains(l, "query timeline "+ids[2][:4]) && strings.HasSuffix(l, "X") {
@@ -90,15 +98,9 @@ source <(cpid-tui completion bash)
 	if want := "timeline " + ids[2] + " X"; !strings.Contains(sc, want) {
 		t.Errorf("query timeline %s<TAB> from $CPID_DB: want %q on the line:\n%s", ids[2][:4], want, sc)
 	}
-	s.keys("C-u")
-	s.text("clear")
-	s.keys("Enter")
 
 	// No database: TAB twice lists nothing, prints no error.
-	s.text("unset CPID_DB")
-	s.keys("Enter")
-	s.text("clear")
-	s.keys("Enter")
+	command("unset CPID_DB")
 	s.text("cpid-tui history ")
 	s.keys("Tab", "Tab")
 	s.text("X")
