@@ -87,7 +87,8 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 
 // lookUp stores the batch's files of cluster and returns their ids, and
 // which records of the batch are new: the first of each hash, when the
-// hash is not stored yet. One round trip.
+// hash is not stored yet and the record is not older than the cluster's
+// horizon (retain.go). One round trip.
 func lookUp(ctx context.Context, tx pgx.Tx, cluster string, b *cpid.Batch) (files map[string]int64, audits, logs []bool, err error) {
 	files = map[string]int64{}
 	var paths []string
@@ -106,6 +107,10 @@ func lookUp(ctx context.Context, tx pgx.Tx, cluster string, b *cpid.Batch) (file
 	audits, aHashes := firsts(len(b.Audits), func(i int) [16]byte { return b.Audits[i].Hash })
 	logs, lHashes := firsts(len(b.Logs), func(i int) [16]byte { return b.Logs[i].Hash })
 	var q pgx.Batch
+	// Records older than the cluster's horizon were expired (Expire):
+	// skipped as duplicates.
+	var before int64
+	q.Queue(horizon, retentionLockClass, cluster).QueryRow(func(row pgx.Row) error { return row.Scan(nil, &before) })
 	if len(paths) > 0 {
 		// Paths stored already are skipped before the insert, so that
 		// they take no id (ON CONFLICT alone would spend one): ids number
@@ -152,11 +157,16 @@ func lookUp(ctx context.Context, tx pgx.Tx, cluster string, b *cpid.Batch) (file
 	}
 	stored("audit_events", aHashes, audits)
 	stored("log_records", lHashes, logs)
-	if q.Len() == 0 {
-		return files, audits, logs, nil
-	}
 	if err := tx.SendBatch(ctx, &q).Close(); err != nil {
 		return nil, nil, nil, err
+	}
+	if before != 0 {
+		for i := range b.Audits {
+			audits[i] = audits[i] && b.Audits[i].ReceivedNS >= before
+		}
+		for i := range b.Logs {
+			logs[i] = logs[i] && b.Logs[i].TimeNS >= before
+		}
 	}
 	return files, audits, logs, nil
 }
