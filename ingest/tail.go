@@ -73,6 +73,17 @@ type Tailer struct {
 	// went away (it crashed, restarts, cannot be reached): waited out as
 	// Full is, with a notice that says the error only.
 	Down func(error) bool
+	// Idle, when set, is called from the goroutine of Run each time Run
+	// waits with nothing to do until a log changes or a timer fires, if
+	// lines were read or a batch was stored since the last call (and once
+	// after the start): a test waits on it instead of polling the store.
+	Idle func()
+
+	// pollOnly leaves fsnotify out, so that a test can run the tailer in a
+	// testing/synctest bubble: fake time advances only while every
+	// goroutine of the bubble waits on its channels or timers, which
+	// fsnotify's reader of the inotify descriptor never does.
+	pollOnly bool
 }
 
 // redaction is the tailer's Redaction or the default.
@@ -101,12 +112,14 @@ type written struct {
 // returns nil. It returns an error when the store fails.
 func (t *Tailer) Run(ctx context.Context) error {
 	r := t.newRun()
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		r.notice(Notice{Name: "fsnotify", Reason: fmt.Sprintf("%v: polling every %s only", err, r.poll)})
-	} else {
-		defer w.Close()
-		r.w = w
+	if !t.pollOnly {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			r.notice(Notice{Name: "fsnotify", Reason: fmt.Sprintf("%v: polling every %s only", err, r.poll)})
+		} else {
+			defer w.Close()
+			r.w = w
+		}
 	}
 	defer r.closeAll()
 	r.expand()
@@ -134,6 +147,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.poll)
 	defer tick.Stop()
 	defer r.group.Stop()
+	busy := true // since the last call of Idle: lines read or a batch stored
 	for r.storeErr == nil {
 		progress := 0
 		if ctx.Err() == nil {
@@ -142,6 +156,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 		r.store(progress)
 		if ctx.Err() != nil {
 			return r.drain()
+		}
+		if busy = busy || progress > 0; busy && progress == 0 && t.Idle != nil {
+			busy = false
+			t.Idle()
 		}
 		// With more to read, only look at what else is ready; else wait.
 		var more <-chan time.Time
@@ -164,6 +182,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case res := <-r.done:
 			r.finished(res)
+			busy = true
 		case ev := <-events:
 			r.changed(ev)
 		case err := <-errs:
