@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cpid-dev/cpid"
@@ -40,56 +41,58 @@ func (b *batchLog) batches() []int {
 // transaction began, what the tailer reads joins the next one instead of
 // being committed at each wake-up; on stop it is committed. With no
 // grouping (CommitEvery < 0), each burst read to the end is a transaction
-// of its own. Either way every line is stored once.
+// of its own. Either way every line is stored once. The tailer runs on
+// fake time (see bubble): after each poll, the lines read and the batches
+// committed are exact.
 func TestTailGroupCommit(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		every time.Duration
-		want  string // the batches' sizes
+		after []string // the batches' sizes after each burst was polled
+		want  string   // and after the tailer stopped
 	}{
 		// The first burst goes at once (no transaction before it); the
 		// next two wait for the hour to pass, and go when the tailer stops.
-		{"grouped", time.Hour, "[3 6]"},
-		{"none", -1, "[3 3 3]"},
+		{"grouped", time.Hour, []string{"[3]", "[3]", "[3]"}, "[3 6]"},
+		{"none", -1, []string{"[3]", "[3 3]", "[3 3 3]"}, "[3 3 3]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, "audit.log")
-			st, err := sqlite.Open(context.Background(), h.db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink := &batchLog{st: st}
-			m := &ingest.Metrics{}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			tl := &ingest.Tailer{Sink: sink, Paths: h.paths, Poll: 10 * time.Millisecond, CommitEvery: c.every, Metrics: m}
-			go func() { done <- tl.Run(ctx) }()
-			for burst := range 3 {
-				// Each burst is one write: read to its end at once.
-				h.write("audit.log", auditLines(t, 3*burst, 3*burst+3))
-				waitUntil(t, fmt.Sprintf("burst %d read", burst), func() bool { return m.Lines.Load() == int64(3*burst+3) }, nil)
-				if c.every < 0 {
-					// Without grouping, wait for the burst's transaction:
-					// else the next burst could join it while it is
-					// written (back pressure groups too).
-					waitUntil(t, fmt.Sprintf("burst %d committed", burst), func() bool { return len(sink.batches()) == burst+1 }, nil)
-				} else if burst == 0 {
-					waitUntil(t, "the first burst committed", func() bool { return len(sink.batches()) == 1 }, nil)
+			bubble(t, func(t *testing.T) {
+				h := newHarness(t, "audit.log")
+				st, err := sqlite.Open(context.Background(), h.db)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			st.Close()
-			if got := fmt.Sprint(sink.batches()); got != c.want {
-				t.Errorf("batches of %s records, want %s", got, c.want)
-			}
-			h.start() // opens the reader; the tailer finds nothing new
-			h.stop()
-			h.check(seq(0, 9), 0, 0)
+				sink := &batchLog{st: st}
+				m := &ingest.Metrics{}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				tl := &ingest.Tailer{Sink: sink, Paths: h.paths, Poll: poll, CommitEvery: c.every, Metrics: m}
+				ingest.PollOnly(tl)
+				go func() { done <- tl.Run(ctx) }()
+				for burst := range 3 {
+					// Each burst is one write, read to its end at the next poll.
+					h.write("audit.log", auditLines(t, 3*burst, 3*burst+3))
+					time.Sleep(poll)
+					synctest.Wait()
+					if n, got := m.Lines.Load(), fmt.Sprint(sink.batches()); n != int64(3*burst+3) || got != c.after[burst] {
+						t.Errorf("after burst %d: %d lines read, batches of %s records; want %d and %s", burst, n, got, 3*burst+3, c.after[burst])
+					}
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				st.Close()
+				if got := fmt.Sprint(sink.batches()); got != c.want {
+					t.Errorf("batches of %s records, want %s", got, c.want)
+				}
+				h.start() // opens the reader; the tailer finds nothing new
+				h.stop()
+				h.check(seq(0, 9), 0, 0)
+			})
 		})
 	}
 }

@@ -13,6 +13,11 @@ import (
 // when the file has nothing more for now; records written while the tailer
 // was stopped are read once.
 func TestTailKlogText(t *testing.T) {
+	t.Parallel()
+	bubble(t, testTailKlogText)
+}
+
+func testTailKlogText(t *testing.T) {
 	h := newHarness(t, "kube-controller-manager.log")
 	h.write("kube-controller-manager.log", []byte(strings.Join([]string{
 		`I1124 05:55:09.000001       1 a.go:1] "single" k="v"`,
@@ -49,12 +54,13 @@ func TestTailKlogText(t *testing.T) {
 	}
 }
 
-// waitLogs waits for n log records and returns their messages with their
+// waitLogs lets fake time pass until n log records are stored (see until),
+// and returns their messages with their
 // fields, component and time, in time order.
 func waitLogs(t *testing.T, h *harness, n int) []string {
 	t.Helper()
 	var got []string
-	waitUntil(t, fmt.Sprintf("%d log records", n), func() bool {
+	h.until(fmt.Sprintf("%d log records", n), func() bool {
 		got = nil
 		if h.r != nil {
 			rows, err := h.r.Query(`SELECT component, ts_ns, msg, fields FROM log_records ORDER BY ts_ns`)

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/blocks"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
 	"github.com/cpid-dev/cpid/sqlite"
@@ -74,7 +76,10 @@ func auditLines(t testing.TB, from, to int) []byte {
 	return b
 }
 
-// harness runs a Tailer over a directory with a real store, and restarts it.
+// harness runs a Tailer over a directory with a real store, and restarts
+// it, in the testing/synctest bubble of its test (see bubble): the tailer
+// polls (no fsnotify) on fake time, so what it stored after a poll does not
+// depend on the machine's speed.
 type harness struct {
 	t      *testing.T
 	dir    string
@@ -124,9 +129,10 @@ func (h *harness) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.done = make(chan error, 1)
-	tl := &ingest.Tailer{Sink: st, Paths: h.paths, Resume: resume, Poll: 10 * time.Millisecond,
+	tl := &ingest.Tailer{Sink: st, Paths: h.paths, Resume: resume, Poll: poll,
 		Limits: ingest.Limits{MaxLine: 64 << 10},
 		Notice: func(n ingest.Notice) { h.mu.Lock(); h.notes = append(h.notes, n); h.mu.Unlock() }}
+	ingest.PollOnly(tl)
 	go func() {
 		err := tl.Run(ctx)
 		st.Close()
@@ -192,8 +198,14 @@ func (h *harness) count() int {
 	if h.r == nil {
 		return 0
 	}
+	return h.countIn(h.r)
+}
+
+// countIn counts the audit events stored, as reader r sees them.
+func (h *harness) countIn(r *sql.DB) int {
+	h.t.Helper()
 	var n int
-	if err := h.r.QueryRow(`SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
+	if err := r.QueryRow(`SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
 		if strings.Contains(err.Error(), "no such table") {
 			return 0
 		}
@@ -202,10 +214,10 @@ func (h *harness) count() int {
 	return n
 }
 
-// wait polls until n audit events are stored.
+// wait lets fake time pass until n audit events are stored (see until).
 func (h *harness) wait(n int) {
 	h.t.Helper()
-	waitUntil(h.t, fmt.Sprintf("%d events stored", n), func() bool { return h.count() >= n },
+	h.until(fmt.Sprintf("%d events stored", n), func() bool { return h.count() >= n },
 		func() string { return fmt.Sprintf("%d stored; notices: %v", h.count(), h.notices()) })
 }
 
@@ -247,6 +259,50 @@ func (h *harness) check(want []int, dups, loss int64) {
 	}
 }
 
+// poll is how often the tailers of these tests look at their logs, in the
+// fake time of their bubble.
+const poll = 10 * time.Millisecond
+
+// bubble runs f in a testing/synctest bubble: time is fake there, and
+// passes only while every goroutine of the bubble waits on its channels or
+// timers. blocks' zstd codecs are made first, outside: made inside a
+// bubble, their channels would belong to it, and the next bubble that
+// stores a body would fail.
+func bubble(t *testing.T, f func(t *testing.T)) {
+	blocks.Compress(nil, nil)
+	synctest.Test(t, f)
+}
+
+// look lets fake time pass to the tailer's next poll and waits until it is
+// done: it sees the files as they are now, e.g. between two steps of a
+// rotation. (The steps between two looks happen at one instant of the
+// tailer's time: other interleavings are the torture tests', in
+// cmd/cpid-tui, with real processes.)
+func (h *harness) look() {
+	h.t.Helper()
+	time.Sleep(poll)
+	synctest.Wait()
+}
+
+// until lets the bubble's fake time pass, a poll at a time, each step
+// taken once every goroutine waits, until cond holds. A minute of fake time
+// without it is a failure, whatever the machine's speed: the tailer had
+// polled 6,000 times, with nothing else to do.
+func (h *harness) until(what string, cond func() bool, detail func() string) {
+	h.t.Helper()
+	synctest.Wait()
+	for start := time.Now(); !cond(); synctest.Wait() {
+		if time.Since(start) > time.Minute {
+			more := ""
+			if detail != nil {
+				more = ": " + detail()
+			}
+			h.t.Fatalf("%s: not after a minute of the tailer's time%s", what, more)
+		}
+		time.Sleep(poll) // fake time: returns once every goroutine waits
+	}
+}
+
 func short(s []string) []string {
 	out := make([]string, len(s))
 	for i, x := range s {
@@ -267,6 +323,7 @@ func seq(from, to int) []int {
 // restarting it in between, and checks that every line is stored exactly
 // once, without a line read twice, and that losses are counted.
 func TestTailRotation(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name       string
 		follow     []string
@@ -301,7 +358,9 @@ func TestTailRotation(t *testing.T) {
 				h.wait(10)
 				h.write("audit.log", auditLines(h.t, 10, 20))
 				h.rename("audit.log", "audit-2026-01-01T00-00-00.000.log")
+				h.look() // renamed with unread lines, no live file yet
 				h.write("audit.log", auditLines(h.t, 20, 30))
+				h.look()
 				h.gzip("audit-2026-01-01T00-00-00.000.log")
 				h.wait(30)
 				h.stop()
@@ -349,7 +408,9 @@ func TestTailRotation(t *testing.T) {
 				h.start()
 				h.wait(10)
 				h.rename("0.log", "0.log.20260101-000000")
+				h.look() // no live file: the renamed one may still grow
 				h.write("0.log.20260101-000000", cri(10, 15))
+				h.look()
 				h.write("0.log", cri(15, 20))
 				h.wait(20)
 				h.stop()
@@ -380,7 +441,9 @@ func TestTailRotation(t *testing.T) {
 				h.wait(40)
 				copyFile(h, "app.log.1", "app.log.2")
 				copyFile(h, "app.log", "app.log.1")
+				h.look() // copied, not truncated yet
 				os.Truncate(h.path("app.log"), 0)
+				h.look() // truncated, nothing written yet
 				h.write("app.log", auditLines(h.t, 40, 60))
 				h.wait(60)
 			},
@@ -432,13 +495,15 @@ func TestTailRotation(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			abs := append([]string(nil), c.follow...)
-			h := newHarness(t, abs...)
-			c.run(h)
-			if h.cancel != nil {
-				h.stop()
-			}
-			h.check(c.want, c.dups, c.loss)
+			t.Parallel()
+			bubble(t, func(t *testing.T) {
+				h := newHarness(t, c.follow...)
+				c.run(h)
+				if h.cancel != nil {
+					h.stop()
+				}
+				h.check(c.want, c.dups, c.loss)
+			})
 		})
 	}
 }
@@ -455,45 +520,61 @@ func copyFile(h *harness, from, to string) {
 }
 
 // TestTailReconstructs: the tailer brings the derived tables up to date on
-// its interval, so a reader of the store sees changes while it tails.
+// its interval, so a reader of the store sees changes while it tails: none
+// before the interval has passed, some after it.
 func TestTailReconstructs(t *testing.T) {
-	h := newHarness(t, "audit.log")
-	src := filepath.Join("..", "fixtures", "basic", "bundle", "audit")
-	names, _ := filepath.Glob(filepath.Join(src, "*"))
-	for _, n := range names {
-		b, err := os.ReadFile(n)
+	t.Parallel()
+	bubble(t, func(t *testing.T) {
+		h := newHarness(t, "audit.log")
+		src := filepath.Join("..", "fixtures", "basic", "bundle", "audit")
+		names, _ := filepath.Glob(filepath.Join(src, "*"))
+		for _, n := range names {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.write(filepath.Base(n), b)
+		}
+		st, err := sqlite.Open(context.Background(), h.db)
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.write(filepath.Base(n), b)
-	}
-	st, err := sqlite.Open(context.Background(), h.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	tl := &ingest.Tailer{Sink: st, Paths: h.paths, Poll: 10 * time.Millisecond, ReconstructEvery: 20 * time.Millisecond,
-		Reconstruct: func(ctx context.Context) error {
-			_, err := reconstruct.Run(ctx, st, reconstruct.Options{Full: false, Family: ingest.Family})
-			return err
-		}}
-	go func() { done <- tl.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		const every = time.Second
+		tl := &ingest.Tailer{Sink: st, Paths: h.paths, Poll: poll, ReconstructEvery: every,
+			Reconstruct: func(ctx context.Context) error {
+				_, err := reconstruct.Run(ctx, st, reconstruct.Options{Full: false, Family: ingest.Family})
+				return err
+			}}
+		ingest.PollOnly(tl)
+		go func() { done <- tl.Run(ctx) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+			st.Close()
+		}()
+		r, err := sql.Open("sqlite", "file:"+h.db+"?_pragma=query_only(1)")
+		if err != nil {
+			t.Fatal(err)
 		}
-		st.Close()
-	}()
-	r, err := sql.Open("sqlite", "file:"+h.db+"?_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	waitUntil(t, "a change reconstructed", func() bool {
-		var n int
-		r.QueryRow(`SELECT count(*) FROM changes`).Scan(&n)
-		return n > 0
-	}, nil)
+		defer r.Close()
+		changes := func() int {
+			var n int
+			r.QueryRow(`SELECT count(*) FROM changes`).Scan(&n)
+			return n
+		}
+		time.Sleep(every - poll) // fake time: the logs are read and stored
+		synctest.Wait()
+		if n, stored := changes(), h.countIn(r); n != 0 || stored == 0 {
+			t.Errorf("before the interval passed: %d changes of %d events stored, want none of some", n, stored)
+		}
+		time.Sleep(2 * poll)
+		synctest.Wait()
+		if n := changes(); n == 0 {
+			t.Error("no change reconstructed once the interval passed")
+		}
+	})
 }
