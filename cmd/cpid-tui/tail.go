@@ -42,6 +42,11 @@ var tailSink = func(st store) cpid.RecordWriter { return st }
 // away, is tried again.
 var tailRetryEvery = 5 * time.Second
 
+// tailIdle is the tailer's Idle: nil, but in the tests' helper processes,
+// which say on stderr when their tailer has caught up (a test seam, so
+// that a test waits on that instead of polling the database).
+var tailIdle func()
+
 const tailHelp = `
 Follows a live kube-apiserver audit log and controller JSON logs and stores
 every complete line once, as 'cpid-tui ingest' would, while they are written.
@@ -156,6 +161,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			Metrics:    m,
 			Notice:     func(n ingest.Notice) { say("%s", present.Printable(n.String())) },
 			BatchSize:  *batch,
+			Idle:       tailIdle,
 		}
 		if t.CommitEvery = *commitEvery; *commitEvery == 0 {
 			t.CommitEvery = -1 // none
