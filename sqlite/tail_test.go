@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,13 +11,39 @@ import (
 
 // TestWriteCheckpoints: checkpoints are stored with their batch, their
 // counters add up, and each counts the duplicates among the records it
-// covers.
+// covers (audit events and log records), with the pure-Go SQLite and with
+// SQLite in C (a tailer's store, cpid.Native: its rows go by the batch).
 func TestWriteCheckpoints(t *testing.T) {
-	s := openTest(t)
+	t.Parallel()
+	engines := map[string][]cpid.OpenOption{"go": nil}
+	if haveC {
+		engines["c"] = []cpid.OpenOption{cpid.Native()}
+	}
+	for name, opts := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(context.Background(), filepath.Join(t.TempDir(), "cpid.db"), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.native != (name == "c") {
+				t.Fatalf("native %v", s.native)
+			}
+			testWriteCheckpoints(t, s)
+		})
+	}
+}
+
+func testWriteCheckpoints(t *testing.T, s *Store) {
 	ctx := context.Background()
 	audit := func(id byte, file string) cpid.Audit {
 		return cpid.Audit{AuditEvent: cpid.AuditEvent{Hash: [16]byte{id}, AuditID: string(rune('a' + id)),
 			Stage: "ResponseComplete", StageNS: int64(id) * 1e9}, Pos: cpid.Pos{File: file, Line: int(id)}}
+	}
+	log := func(id byte, file string) cpid.Log {
+		return cpid.Log{LogRecord: cpid.LogRecord{Hash: [16]byte{id}, TimeNS: int64(id) * 1e9, Level: "info", Msg: "m",
+			Fields: []byte(`{"msg":"m"}`)}, Pos: cpid.Pos{File: file, Line: int(id)}}
 	}
 	ck := func(src string, off int64, audits int, lines int64) cpid.Checkpoint {
 		return cpid.Checkpoint{Source: src, File: src, Fingerprint: [16]byte{9}, FingerprintLen: 100,
@@ -45,11 +72,20 @@ func TestWriteCheckpoints(t *testing.T) {
 			want: map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {100, 1, 0}},
 		},
 		{
+			name: "log records count as records, their duplicates too",
+			batch: cpid.Batch{
+				Audits:      []cpid.Audit{audit(6, "b.log")},
+				Logs:        []cpid.Log{log(1, "b.log"), log(1, "b.log"), log(2, "b.log")},
+				Checkpoints: []cpid.Checkpoint{{Source: "b.log", File: "b.log", Fingerprint: [16]byte{9}, FingerprintLen: 100, Offset: 300, Line: 4, Audits: 1, Logs: 3, Lines: 4}},
+			},
+			want: map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {300, 4, 1}},
+		},
+		{
 			name: "a checkpoint without records moves the position",
 			batch: cpid.Batch{
 				Checkpoints: []cpid.Checkpoint{ck("b.log", 150, 0, 1)},
 			},
-			want: map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {150, 1, 0}},
+			want: map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {150, 4, 1}},
 		},
 		{
 			name: "checkpoints that do not cover the batch are refused, nothing stored",
@@ -58,7 +94,7 @@ func TestWriteCheckpoints(t *testing.T) {
 				Checkpoints: []cpid.Checkpoint{ck("a.log", 999, 0, 1)},
 			},
 			wantErr: "checkpoints cover",
-			want:    map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {150, 1, 0}},
+			want:    map[string][3]int64{"a.log": {400, 3, 1}, "b.log": {150, 4, 1}},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

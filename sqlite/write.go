@@ -23,6 +23,9 @@ const auditColumns = 29
 const insertLog = `INSERT OR IGNORE INTO log_records(hash, ts_ns, level, component, msg, cpid, fields, file_id, line, cluster)
 VALUES (?,?,?,?,?,?,?,?,?,?)`
 
+// logColumns is the number of values insertLog takes.
+const logColumns = 10
+
 // upsertCheckpoint sets a tailed source's position and adds its counters.
 const upsertCheckpoint = `INSERT INTO tail_checkpoints(cluster, source, file, fingerprint, fingerprint_len, offset, line,
 	device, inode, lines, records, dups, bad, possible_loss, newest_ns, committed_ns)
@@ -144,30 +147,42 @@ func (s *Store) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 			}
 		}
 		if len(b.Logs) > 0 {
-			ins, err := tx.PrepareContext(ctx, insertLog)
-			if err != nil {
-				return err
-			}
-			defer ins.Close()
+			r := newRows(logColumns)
+			defer r.put()
 			for i := range b.Logs {
 				l := &b.Logs[i]
 				fid, err := fileID(l.File)
 				if err != nil {
 					return err
 				}
-				r, err := ins.ExecContext(stmtCtx, l.Hash[:], l.TimeNS, l.Level, l.Component, l.Msg,
-					nullString(l.CPID), cpid.JSONText(l.Fields), fid, l.Line, cluster)
-				if err != nil {
-					return fmt.Errorf("insert log record %s: %w", l.Pos, err)
+				r.blob(l.Hash[:])
+				r.int(l.TimeNS)
+				r.text(l.Level)
+				r.text(l.Component)
+				r.text(l.Msg)
+				r.textOrNull(l.CPID)
+				r.jsonText(l.Fields)
+				r.int(fid)
+				r.int(int64(l.Line))
+				r.text(cluster)
+			}
+			ids := make([]int64, len(b.Logs))
+			if err := execRows(stmtCtx, tx, s.batch, insertLog, r, ids); err != nil {
+				var re *rowError
+				if errors.As(err, &re) {
+					return fmt.Errorf("insert log record %s: %w", b.Logs[re.row].Pos, re.err)
 				}
-				if n, _ := r.RowsAffected(); n == 0 {
-					res.LogDups++
-					if ownL != nil {
-						dups[ownL[i]]++
-					}
+				return err
+			}
+			for i, id := range ids {
+				if id != 0 {
+					res.Logs++
 					continue
 				}
-				res.Logs++
+				res.LogDups++
+				if ownL != nil {
+					dups[ownL[i]]++
+				}
 			}
 		}
 		return writeCheckpoints(ctx, tx, cluster, b.Checkpoints, dups)
@@ -207,11 +222,4 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
