@@ -58,7 +58,7 @@ const (
 	readOnly
 	// readWriteNative is readWrite with SQLite in C where the build has
 	// cgo (cpid.Native), for a command that opens the database once and
-	// reads much of it: reconstruct.
+	// reads much of it or writes it all the time: reconstruct, tail.
 	readWriteNative
 )
 
