@@ -26,6 +26,7 @@ import (
 // timelines must equal a post-mortem ingest of its files into a database of
 // its own. On SQLite and on PostgreSQL.
 func TestFleetTailers(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			dir := t.TempDir()
@@ -59,13 +60,14 @@ func testFleetTailers(t *testing.T, dir, db, driver, dsn string) {
 	must("reconstruct", "--db", db)
 
 	var tailers []proc
+	wake := make(chan struct{}, 1) // told of the tailers' every line, see TestHelperProcess
 	for i, c := range clusters {
 		log := filepath.Join(dir, c, "audit.log")
 		args := []string{"tail", "--db", db, "--cluster", c, "--audit-log", log, "--poll", "50ms",
 			"--reconstruct-every", "100ms", "--batch", "300"}
-		tailers = append(tailers, helper(t, "cpid-tui", args...))
+		tailers = append(tailers, helperWaking(t, wake, "cpid-tui", args...))
 		if i == 0 {
-			tailers = append(tailers, helper(t, "cpid-tui", args...))
+			tailers = append(tailers, helperWaking(t, wake, "cpid-tui", args...))
 		}
 	}
 	for _, p := range tailers {
@@ -84,7 +86,11 @@ func testFleetTailers(t *testing.T, dir, db, driver, dsn string) {
 					errs <- err
 					return
 				}
-				if j%100 == 99 { // about 3 s of writing: the tailers reconstruct many times meanwhile
+				if j%100 == 99 {
+					// About 3 s of writing, so that the tailers
+					// reconstruct many times meanwhile. It paces the
+					// writer only: whatever the pace, the result must
+					// equal the post-mortem's.
 					time.Sleep(150 * time.Millisecond)
 				}
 			}
@@ -146,8 +152,11 @@ func testFleetTailers(t *testing.T, dir, db, driver, dsn string) {
 		}
 		return true
 	}
+	// Counted again each time a tailer says that it caught up (it has
+	// stored all it read).
 	var got map[string]count
-	waitUntil(t, "every cluster's rows", func() bool { got = stored(); return done(got) }, nil)
+	waitOn(t, "every cluster's rows", func() bool { got = stored(); return done(got) }, func() <-chan struct{} { return wake },
+		func() string { return fmt.Sprintf("stored: %v", got) })
 	close(stop)
 	runs := <-reconstructs
 	for _, p := range tailers {

@@ -20,12 +20,13 @@ import (
 
 // otlpSink is a loopback OTLP/HTTP receiver: it decodes each request with
 // the OTLP protobuf types and keeps every span, counting those received
-// twice.
+// twice. pushed, when set (with room for one), is told of each request.
 type otlpSink struct {
 	mu       sync.Mutex
 	spans    map[spanRef]string // the span's parent and links
 	requests int
 	dups     int
+	pushed   chan struct{}
 }
 
 func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +51,14 @@ func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests++
+	if s.pushed != nil {
+		defer func() {
+			select {
+			case s.pushed <- struct{}{}:
+			default: // a wake-up is pending already
+			}
+		}()
+	}
 	for _, rs := range d.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
@@ -80,7 +89,7 @@ func (s *otlpSink) counts() (requests, spans, dups int) {
 // and in the end the receiver holds every span export --all writes of the
 // same database, with the same parents and links, each received once.
 func TestTailOTLP(t *testing.T) {
-	sink := &otlpSink{spans: map[spanRef]string{}}
+	sink := &otlpSink{spans: map[spanRef]string{}, pushed: make(chan struct{}, 1)}
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	bundle := "../../fixtures/basic/bundle"
@@ -90,7 +99,8 @@ func TestTailOTLP(t *testing.T) {
 		"--audit-log", filepath.Join(bundle, "audit/audit.log"), "--controller-log", filepath.Join(bundle, "logs/*.log"))
 	// Pushed while tailing: the changes settled before the last write's
 	// cutoff.
-	eventually(t, "a push while tailing", func() bool { r, _, _ := sink.counts(); return r > 0 })
+	waitOn(t, "a push while tailing", func() bool { r, _, _ := sink.counts(); return r > 0 },
+		func() <-chan struct{} { return sink.pushed }, nil)
 	if code := stop(); code != 0 {
 		t.Fatalf("tail: exit %d\n%s", code, stderr.String())
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -24,7 +25,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/cpid-dev/cpid"
 )
 
 // The torture tests run the tailer (and the writers) as real processes:
@@ -50,6 +54,10 @@ func TestHelperProcess(t *testing.T) {
 	code := 0
 	switch mode {
 	case "cpid-tui":
+		// The tests wait on these lines instead of polling the database.
+		tailIdle = func() { fmt.Fprintln(os.Stderr, "helper: tail caught up") }
+		sink := tailSink
+		tailSink = func(st store) cpid.RecordWriter { return sayCommits{sink(st)} }
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code = run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, args)
 		stop()
@@ -84,17 +92,71 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(code)
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+func init() {
+	tailIdle = tailerIdle // TestHelperProcess says it on stderr instead
+}
+
+// idle is closed, and replaced, each time a tailer of this process caught
+// up (tailIdle): a test that waits for what a tailer stores (caughtUp)
+// looks again then.
+var idle struct {
+	sync.Mutex
+	c chan struct{}
+}
+
+func tailerIdle() {
+	idle.Lock()
+	defer idle.Unlock()
+	if idle.c != nil {
+		close(idle.c)
+	}
+	idle.c = make(chan struct{})
+}
+
+// caughtUp is the channel closed the next time a tailer of this process
+// catches up.
+func caughtUp() <-chan struct{} {
+	idle.Lock()
+	defer idle.Unlock()
+	if idle.c == nil {
+		idle.c = make(chan struct{})
+	}
+	return idle.c
+}
+
+// sayCommits says on stderr that a batch was stored, after each.
+type sayCommits struct{ cpid.RecordWriter }
+
+func (s sayCommits) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
+	n, err := s.RecordWriter.Write(ctx, b)
+	if err == nil {
+		fmt.Fprintln(os.Stderr, "helper: committed")
+	}
+	return n, err
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader, which tells
+// wake (when set, with room for one) of every write.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu   sync.Mutex
+	b    bytes.Buffer
+	wake chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wake != nil {
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
 	return s.b.Write(p)
 }
+
+// woken is the channel told of the writes (nil: none).
+func (s *syncBuffer) woken() <-chan struct{} { return s.wake }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
@@ -110,19 +172,26 @@ type proc struct {
 	stderr *syncBuffer
 }
 
-// waitFor polls until the process wrote s on stderr.
+// waitFor waits until the process wrote s on stderr.
 func (p proc) waitFor(t *testing.T, s string) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%v to write %q", p.Args, s), func() bool { return strings.Contains(p.stderr.String(), s) },
-		func() string { return "stderr: " + tail(p.stderr.String(), 2048) })
+	waitOn(t, fmt.Sprintf("%v to write %q", p.Args, s), func() bool { return strings.Contains(p.stderr.String(), s) },
+		p.stderr.woken, func() string { return "stderr: " + tail(p.stderr.String(), 2048) })
 }
 
 // helper starts this test binary as the helper process mode.
 func helper(t *testing.T, mode string, args ...string) proc {
 	t.Helper()
+	return helperWaking(t, make(chan struct{}, 1), mode, args...)
+}
+
+// helperWaking is helper with wake told of every write on its stderr (a
+// channel that several processes may share).
+func helperWaking(t *testing.T, wake chan struct{}, mode string, args ...string) proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
 	cmd.Env = append(os.Environ(), "CPID_HELPER="+mode)
-	stderr := &syncBuffer{}
+	stderr := &syncBuffer{wake: wake}
 	cmd.Stderr = stderr
 	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -206,14 +275,29 @@ func writeLumberjack(dir string, n int) error {
 		return err
 	}
 	// Let the background compression finish: a plain backup is left only
-	// while its .gz is being written. No deadline: the test that started
-	// this helper waits for it under its own -timeout.
+	// while its .gz is being written. Looked at again at each change in
+	// dir (watched before the first look); no deadline: the test that
+	// started this helper waits for it under its own -timeout.
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Add(dir); err != nil {
+		return err
+	}
 	for {
 		plain, _ := filepath.Glob(filepath.Join(dir, "audit-*.log"))
 		if len(plain) == 0 {
 			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-w.Events:
+		case err := <-w.Errors:
+			if !errors.Is(err, fsnotify.ErrEventOverflow) {
+				return err
+			}
+		}
 	}
 }
 
@@ -405,23 +489,36 @@ func torture(t *testing.T, mode, follow string, n int) (loss int64) {
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- writer.Wait() }()
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 6))
+	// The kill moments are random (the seed is logged): the torture's
+	// point is that no moment loses or duplicates a line, so they pace
+	// the test and decide nothing.
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill moments: seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 6))
 	var at []int // events stored at each kill
 	kills := 0
 	writing := true
 	for kills < 5 || writing {
 		tl := helper(t, "cpid-tui", tailArgs...)
-		// A random moment: anywhere from reading the first file to the
-		// middle of a commit.
+		// A random moment: anywhere from opening the database to the
+		// middle of a commit, once the tailer has stored k batches (it
+		// says so, see TestHelperProcess) or caught up. Counted from its
+		// start only, the moment came, on a loaded machine, before the
+		// tailer had stored anything, at every kill.
+		k := rng.IntN(4)
+		waitOn(t, fmt.Sprintf("the tailer to store %d batches or catch up", k), func() bool {
+			s := tl.stderr.String()
+			return strings.Count(s, "helper: committed") >= k || strings.Contains(s, "helper: tail caught up")
+		}, tl.stderr.woken, func() string { return "stderr: " + tail(tl.stderr.String(), 2048) })
 		select {
 		case err := <-writerDone:
 			if err != nil {
 				t.Fatalf("writer: %v", err)
 			}
 			writing = false
-			<-time.After(time.Duration(rng.IntN(300)) * time.Millisecond)
-		case <-time.After(time.Duration(20+rng.IntN(350)) * time.Millisecond):
+		default:
 		}
+		<-time.After(time.Duration(rng.IntN(100)) * time.Millisecond)
 		tl.Process.Signal(syscall.SIGKILL)
 		tl.Wait()
 		if r, err := sql.Open("sqlite", "file:"+db+"?_pragma=query_only(1)"); err == nil {
@@ -434,11 +531,15 @@ func torture(t *testing.T, mode, follow string, n int) (loss int64) {
 	}
 	t.Logf("%s: tailer SIGKILLed %d times, with %v of %d events stored", mode, kills, at, n)
 
-	// The last run catches up and stops cleanly on SIGTERM.
+	// The last run catches up and stops cleanly on SIGTERM. The events
+	// stored are counted each time it says it caught up (it has then
+	// stored all it read): the first time, all were written already.
 	tl := helper(t, "cpid-tui", tailArgs...)
-	tl.waitFor(t, "tail: following")
 	r := openDB(t, db)
-	waitUntil(t, fmt.Sprintf("%d events stored", n), func() bool { return countEvents(r) >= n }, nil)
+	waitOn(t, fmt.Sprintf("%d events stored", n), func() bool { return countEvents(r) >= n }, tl.stderr.woken,
+		func() string {
+			return fmt.Sprintf("%d stored; stderr: %s", countEvents(r), tail(tl.stderr.String(), 2048))
+		})
 	tl.Process.Signal(syscall.SIGTERM)
 	if err := tl.Wait(); err != nil {
 		t.Errorf("tailer after SIGTERM: %v", err)
@@ -508,12 +609,14 @@ func TestLiveUsage(t *testing.T) {
 func first(s []string, n int) []string { return s[:min(n, len(s))] }
 
 func TestTailTortureLumberjack(t *testing.T) {
+	t.Parallel()
 	if loss := torture(t, "lumberjack", "audit.log", 30000); loss != 0 {
 		t.Errorf("possible losses: %d, want 0", loss)
 	}
 }
 
 func TestTailTortureKubelet(t *testing.T) {
+	t.Parallel()
 	if loss := torture(t, "kubelet", "0.log", 30000); loss != 0 {
 		t.Errorf("possible losses: %d, want 0", loss)
 	}
@@ -524,6 +627,7 @@ func TestTailTortureKubelet(t *testing.T) {
 // in it, so nothing may be missing, and every truncation the tailer saw
 // live is counted as a possible loss.
 func TestTailTortureCopytruncate(t *testing.T) {
+	t.Parallel()
 	loss := torture(t, "copytruncate", "app.log", 30000)
 	t.Logf("possible losses counted (truncations seen live): %d", loss)
 }
@@ -545,10 +649,10 @@ func TestTailStatusClusters(t *testing.T) {
 		}
 		var stderr lockedBuffer
 		stop := startTail(t, &stderr, args...)
-		eventually(t, "the events of "+c.log, func() bool {
+		waitOn(t, "the events of "+c.log, func() bool {
 			_, out, _ := runCmd(t, nil, "tail", "--db", db, "--cluster", cmp.Or(c.cluster, "default"), "--status", "-o", "json")
 			return strings.Contains(out, `"records": `+map[string]string{"prod": "2", "": "1"}[c.cluster])
-		})
+		}, caughtUp, nil)
 		if code := stop(); code != 0 {
 			t.Fatalf("tail %v: exit %d\n%s", args, code, stderr.String())
 		}

@@ -13,28 +13,59 @@ const pollEvery = 10 * time.Millisecond
 // that a loaded machine makes a test slower, never red: it gives up only
 // when the test binary's -timeout is 30 s away, and then fails saying what
 // it waited for and detail() (nil: nothing more), instead of the timeout's
-// panic. Every minute it logs that it still waits.
+// panic. Every minute it logs that it still waits. Where something says
+// when cond may have changed, waitOn waits on that instead.
 func waitUntil(t testing.TB, what string, cond func() bool, detail func() string) {
 	t.Helper()
-	end, bounded := time.Time{}, false
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if end, bounded = d.Deadline(); bounded {
-			end = end.Add(-30 * time.Second)
-		}
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	waitOn(t, what, cond, func() <-chan time.Time { return tick.C }, detail)
+}
+
+// waitOn checks cond each time the channel wake returned says that
+// something changed (a write on a helper process's stderr, a tailer of this
+// process that caught up), until it holds: wake is called before each
+// check, and its channel must be told of every change after that which can
+// make cond hold. Like waitUntil, it has no deadline of its own.
+func waitOn[T any](t testing.TB, what string, cond func() bool, wake func() <-chan T, detail func() string) {
+	t.Helper()
+	var near <-chan time.Time
+	if end := nearTimeout(t); !end.IsZero() {
+		tm := time.NewTimer(time.Until(end))
+		defer tm.Stop()
+		near = tm.C
 	}
-	start, next := time.Now(), time.Minute
-	for !cond() {
-		if bounded && time.Now().After(end) {
+	start := time.Now()
+	minute := time.NewTicker(time.Minute)
+	defer minute.Stop()
+	for {
+		woken := wake()
+		if cond() {
+			return
+		}
+		select {
+		case <-woken:
+		case <-minute.C:
+			t.Logf("still waiting for %s after %v", what, time.Since(start).Round(time.Minute))
+		case <-near:
 			more := ""
 			if detail != nil {
 				more = ": " + detail()
 			}
 			t.Fatalf("%s never happened (waited %v, until the test binary's -timeout was near)%s", what, time.Since(start).Round(time.Second), more)
 		}
-		if time.Since(start) > next {
-			t.Logf("still waiting for %s after %v", what, next)
-			next += time.Minute
-		}
-		time.Sleep(pollEvery)
 	}
+}
+
+// nearTimeout is when a test that waits with no deadline of its own gives
+// up: 30 s before the test binary's -timeout, so that it fails saying what
+// it waited for instead of the timeout's panic. The zero time (no deadline:
+// net.Conn.SetReadDeadline's) when the binary has none.
+func nearTimeout(t testing.TB) time.Time {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, bounded := d.Deadline(); bounded {
+			return end.Add(-30 * time.Second)
+		}
+	}
+	return time.Time{}
 }
