@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestServeShutdownStalledBody: when its context ends (SIGTERM), serve
@@ -49,7 +48,7 @@ func TestServeShutdownStalledBody(t *testing.T) {
 		t.Fatalf("a batch: %d %q, want 200", code, msg)
 	}
 	stalled := rawPost(t, addr, 1000, "", "Expect: 100-continue\r\n")
-	stalled.SetReadDeadline(time.Now().Add(2 * time.Minute)) // a failure, not the test's timeout
+	stalled.SetReadDeadline(nearTimeout(t)) // a failure, not the test's timeout
 	r := bufio.NewReader(stalled)
 	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
 		t.Fatalf("want 100 Continue, got %q, %v", line, err)
