@@ -19,13 +19,14 @@ import (
 // name of a Pod a change created and by an HTTP code, type :history
 // deploy/web, and jump to the slowest hop with S, at 100x30 and at 80x24.
 func TestBrowseTmuxCommands(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") == "" {
 		t.Skip("tmux is not installed")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cpid-tui")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "cpid.db")
 	for _, args := range [][]string{{"ingest", "--db", db, basicBundle}, {"reconstruct", "--db", db}} {

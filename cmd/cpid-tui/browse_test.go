@@ -165,13 +165,14 @@ func hasColor(screen string) bool {
 // change, switch to the timeline, filter, open the help, resize to 80x24,
 // quit; then again with NO_COLOR.
 func TestBrowseTmux(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("CI") == "" {
 		t.Skip("tmux is not installed")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cpid-tui")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "cpid.db")
 	for _, args := range [][]string{{"ingest", "--db", db, basicBundle}, {"reconstruct", "--db", db}} {

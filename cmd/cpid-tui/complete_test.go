@@ -19,6 +19,7 @@ const bashCompletion = "/usr/share/bash-completion/bash_completion"
 // change id from $CPID_DB, and without a database TAB suggests nothing and
 // prints nothing.
 func TestBashCompletionTmux(t *testing.T) {
+	t.Parallel()
 	for _, need := range []string{"tmux", "bash"} {
 		if _, err := exec.LookPath(need); err != nil {
 			if os.Getenv("CI") != "" {
