@@ -115,14 +115,31 @@ func TestSymlinkedDB(t *testing.T) {
 
 // lockedBuffer is a stderr that tests read while a command writes it.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu   sync.Mutex
+	b    strings.Builder
+	wake chan struct{} // see woken
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.wake != nil {
+		select {
+		case l.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
 	return l.b.Write(p)
+}
+
+// woken is a channel told of the writes from now on (waitOn's wake).
+func (l *lockedBuffer) woken() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake == nil {
+		l.wake = make(chan struct{}, 1)
+	}
+	return l.wake
 }
 
 func (l *lockedBuffer) String() string {
@@ -183,14 +200,14 @@ func TestTailWaitsForMissing(t *testing.T) {
 	db, log := filepath.Join(dir, "cpid.db"), filepath.Join(dir, "audit", "audit.log")
 	var stderr lockedBuffer
 	stop := startTail(t, &stderr, "--db", db, "--audit-log", log, "--controller-log", filepath.Join(dir, "pods", "*.log"))
-	eventually(t, "the waiting notices", func() bool {
+	waitOn(t, "the waiting notices", func() bool {
 		s := stderr.String()
 		return strings.Contains(s, log+": no such file yet: waiting for it to appear") &&
 			strings.Contains(s, "pods/*.log: no file matches it yet: waiting")
-	})
+	}, stderr.woken, nil)
 	os.Mkdir(filepath.Dir(log), 0o700)
 	writeLines(t, log, userCreate(1))
-	eventually(t, "the log's event stored", func() bool { return auditEvents(t, db) == 1 })
+	waitOn(t, "the log's event stored", func() bool { return auditEvents(t, db) == 1 }, caughtUp, nil)
 	if code := stop(); code != 0 {
 		t.Errorf("tail exit %d: %s", code, stderr.String())
 	}
@@ -232,7 +249,7 @@ func TestTailWaitsOutFullDisk(t *testing.T) {
 	tailRetryEvery = 10 * time.Millisecond
 	var stderr lockedBuffer
 	stop := startTail(t, &stderr, "--db", db, "--audit-log", log)
-	eventually(t, "the events stored", func() bool { return auditEvents(t, db) == 2 })
+	waitOn(t, "the events stored", func() bool { return auditEvents(t, db) == 2 }, caughtUp, nil)
 	if code := stop(); code != 0 {
 		t.Errorf("tail exit %d: %s", code, stderr.String())
 	}

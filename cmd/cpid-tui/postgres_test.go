@@ -117,7 +117,7 @@ func TestPostgresServerLost(t *testing.T) {
 			t.Logf("tail's stderr:\n%s", stderr.String())
 		}
 	}()
-	eventually(t, "the first event stored", func() bool { return count() == 1 })
+	waitOn(t, "the first event stored", func() bool { return count() == 1 }, caughtUp, nil)
 	addr, _, serveErr := startServe(t, "--db", dsn)
 
 	// The next write waits for a lock the test holds, so that the server
@@ -143,9 +143,9 @@ func TestPostgresServerLost(t *testing.T) {
 	})
 	srv.Kill()
 	const said = "the PostgreSQL server closed the connection during the write (it may have crashed: check its log; a full disk stops it)"
-	eventually(t, "tail saying the server closed the connection", func() bool {
+	waitOn(t, "tail saying the server closed the connection", func() bool {
 		return strings.Contains(stderr.String(), said) && strings.Contains(stderr.String(), "trying again every 10ms")
-	})
+	}, stderr.woken, nil)
 
 	// serve, meanwhile, answers 500 and says why; the post is retried.
 	body := eventList(goodEvents(t, 0, 1)...)
@@ -159,7 +159,7 @@ func TestPostgresServerLost(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "tail's batch stored once the server is back", func() bool { return count() == 2 })
+	waitOn(t, "tail's batch stored once the server is back", func() bool { return count() == 2 }, caughtUp, nil)
 	if code, _, msg := post(t, http.DefaultClient, "http://"+addr+"/", "application/json", bytes.NewReader(body)); code != 200 {
 		t.Errorf("the post again, the server back: %d %q, want 200", code, msg)
 	}
