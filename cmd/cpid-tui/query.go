@@ -440,7 +440,7 @@ func durOr(n int, ns int64) string {
 }
 
 // hopRow is one line of `query hops`: the hops of one writer through one
-// rule beside the window that explains them.
+// rule beside the window that explains them (reconstruct.Hops), as JSON.
 type hopRow struct {
 	Rule     string         `json:"rule"`
 	Writer   string         `json:"writer"`
@@ -461,54 +461,23 @@ func queryHops(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeRead
 	if err != nil {
 		return err
 	}
-	type key struct{ rule, writer, resource string }
-	groups := map[key][]cpid.Hop{}
-	for _, h := range hops {
-		k := key{h.Rule, h.Writer, h.Resource}
-		groups[k] = append(groups[k], h)
-	}
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].rule != keys[j].rule {
-			return keys[i].rule < keys[j].rule
-		}
-		if keys[i].writer != keys[j].writer {
-			return keys[i].writer < keys[j].writer
-		}
-		return keys[i].resource < keys[j].resource
-	})
 	out := []hopRow{}
 	l := listing{head: []string{"RULE", "WRITER", "RESOURCE", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"},
 		text: []int{3}, wideOnly: []int{6, 7}, data: &out}
-	for _, k := range keys {
-		hs := groups[k]
-		bands := reconstruct.Bands(windows, k.rule, k.writer, k.resource)
-		var widest int64
+	for _, h := range reconstruct.Hops(hops, windows) {
 		var names []string
-		for _, b := range bands {
-			widest = max(widest, int64(b.Max))
+		for _, b := range h.Bands {
 			names = append(names, fmt.Sprintf("%s %s", dur(int64(b.Max)), b.Explain))
 		}
-		r := hopRow{Rule: k.rule, Writer: k.writer, Resource: k.resource, WindowNS: widest, Window: strings.Join(names, ", "), Explain: map[string]int{}}
-		ns := make([]int64, len(hs))
-		for i, h := range hs {
-			ns[i] = h.HopNS
-			if h.HopNS > widest {
-				r.Past++
-			}
-			r.Explain[string(h.Explain)]++
-		}
-		p := reconstruct.Summarize(ns)
-		r.N, r.P50NS, r.P90NS, r.P99NS, r.MaxNS = p.N, p.P50, p.P90, p.P99, p.Max
-		out = append(out, r)
+		r := hopRow{Rule: h.Rule, Writer: h.Writer, Resource: h.Resource, WindowNS: int64(h.Widest), Window: strings.Join(names, ", "),
+			N: h.N, P50NS: h.P50, P90NS: h.P90, P99NS: h.P99, MaxNS: h.Max, Past: h.Past, Explain: map[string]int{}}
 		var why []string
-		for x, n := range r.Explain {
+		for x, n := range h.Explain {
+			r.Explain[string(x)] = n
 			why = append(why, fmt.Sprintf("%s %d", x, n))
 		}
 		sort.Strings(why)
+		out = append(out, r)
 		l.rows = append(l.rows, []string{r.Rule, r.Writer, r.Resource, r.Window, strconv.Itoa(r.N), dur(r.P50NS), dur(r.P90NS), dur(r.P99NS),
 			dur(r.MaxNS), strconv.Itoa(r.Past), strings.Join(why, ", ")})
 	}
