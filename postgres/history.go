@@ -16,12 +16,7 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	if len(q.Resources) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
-		FROM revisions r WHERE ($1 = '' OR r.name = $1) AND r.resource = ANY($2) AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6)
-		  AND ($7 = '' OR r.cluster = $7)
-		GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name
-		ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C", r.name COLLATE "C"`,
-		q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster)
+	rows, err := s.pool.Query(ctx, objectsSQL, q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster)
 	if err != nil {
 		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
 	}
@@ -31,6 +26,16 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 		return m, err
 	})
 }
+
+// objectsSQL is Objects' query: the name ("" any), the resources, any
+// group or the group, any namespace or the namespace, the cluster ("" any).
+// The index revisions_objects (migration 0007) answers it alone: reading
+// the writes' rows took 0.2-0.35 s for a Node with 11k writes.
+const objectsSQL = `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
+	FROM revisions r WHERE ($1 = '' OR r.name = $1) AND r.resource = ANY($2) AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6)
+	  AND ($7 = '' OR r.cluster = $7)
+	GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name
+	ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C", r.name COLLATE "C"`
 
 // ObjectHistory returns the writes of one object (cpid.ChangeReader,
 // through cpid.ReadService).
@@ -46,6 +51,12 @@ func (s *Store) ObjectRevisions(ctx context.Context, o cpid.ObjectKey, limit int
 
 // HistoryRows reads cpid.HistoryColumns (cpid.RowReader).
 func (s *Store) HistoryRows(ctx context.Context, q cpid.HistoryQuery, n int, row func(cpid.RowScan) error) error {
+	sql, args := s.historySQL(q, n)
+	return eachRow(ctx, s.pool, sql, args, row)
+}
+
+// historySQL is HistoryRows' query and its arguments.
+func (s *Store) historySQL(q cpid.HistoryQuery, n int) (string, []any) {
 	o := q.Object
 	cluster := o.Cluster
 	if cluster == "" {
@@ -55,37 +66,43 @@ func (s *Store) HistoryRows(ctx context.Context, q cpid.HistoryQuery, n int, row
 	if q.Bodies {
 		bodies, join = `COALESCE(b.response_object, ''), COALESCE(b.request_object, '')`, `LEFT JOIN audit_bodies b ON b.event_id = r.event_id`
 	}
-	return eachRow(ctx, s.pool, `SELECT * FROM (
+	// The last n writes are found from revisions alone (revisions_object,
+	// in seq order), then joined: joining first read every write of the
+	// object (11k for a busy Node on 5M events, 1.4 s) to keep 200.
+	return `WITH last AS MATERIALIZED (
+		SELECT r.* FROM revisions r
+		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
+		  AND ($6::bigint = 0 OR r.stage_ns >= $6) AND ($7::bigint = 0 OR r.stage_ns < $7)
+		  AND ($8 = '' OR strpos(lower(r.writer), $8) > 0)
+		  AND ($9 = '' OR EXISTS (SELECT 1 FROM audit_events u WHERE u.id = r.event_id AND strpos(lower(u.username), $9) > 0))
+		  AND ($10 = '' OR EXISTS (SELECT 1 FROM changes t WHERE t.id = r.change_id AND t.trigger = $10))
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $11)
 		SELECT r.event_id, r.cluster, r.seq, r.order_by, r.stage_ns, e.received_ns, e.verb, e.subresource, COALESCE(e.code, 0),
 		       r.attempt <> 0 AS attempt, e.level, e.resource_version, r.writer, r.writer_is_user <> 0, e.username, e.user_agent,
 		       COALESCE(r.cpid, ''), COALESCE(r.cpid_origin, ''), COALESCE(r.change_id, ''), COALESCE(c.trigger, ''),
 		       COALESCE(c.trigger_detail, ''), COALESCE(r.cause_rule, ''), COALESCE(r.cause_event_id, 0),
 		       COALESCE(ce.stage_ns, 0), COALESCE(cr.writer, ''), COALESCE(ce.verb, ''), COALESCE(ce.subresource, ''),
 		       COALESCE(ce.api_group, ''), COALESCE(ce.resource, ''), COALESCE(ce.namespace, ''), COALESCE(ce.name, ''),
-		       COALESCE(r.hop_ns, 0), COALESCE(r.explain, ''), COALESCE(r.explain_detail, ''), COALESCE(r.confidence, ''), `+bodies+`
-		FROM revisions r JOIN audit_events e ON e.id = r.event_id
+		       COALESCE(r.hop_ns, 0), COALESCE(r.explain, ''), COALESCE(r.explain_detail, ''), COALESCE(r.confidence, ''), ` + bodies + `
+		FROM last r JOIN audit_events e ON e.id = r.event_id
 		LEFT JOIN changes c ON c.id = r.change_id
 		LEFT JOIN audit_events ce ON ce.id = r.cause_event_id
-		LEFT JOIN revisions cr ON cr.event_id = r.cause_event_id `+join+`
-		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
-		  AND ($6::bigint = 0 OR r.stage_ns >= $6) AND ($7::bigint = 0 OR r.stage_ns < $7)
-		  AND ($8 = '' OR strpos(lower(r.writer), $8) > 0) AND ($9 = '' OR strpos(lower(e.username), $9) > 0)
-		  AND ($10 = '' OR c.trigger = $10)
-		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $11) last
-		ORDER BY seq, attempt, stage_ns, event_id`,
-		[]any{o.Resource, o.Namespace, o.Name, o.Group, cluster, q.SinceNS, q.UntilNS, q.Writer, q.User, string(q.Trigger), sqlLimit(n)}, row)
+		LEFT JOIN revisions cr ON cr.event_id = r.cause_event_id ` + join + `
+		ORDER BY r.seq, r.attempt, r.stage_ns, r.event_id`,
+		[]any{o.Resource, o.Namespace, o.Name, o.Group, cluster, q.SinceNS, q.UntilNS, q.Writer, q.User, string(q.Trigger), sqlLimit(n)}
 }
 
 // RevisionRows reads cpid.RevisionColumns (cpid.RowReader).
 func (s *Store) RevisionRows(ctx context.Context, o cpid.ObjectKey, n int, row func(cpid.RowScan) error) error {
-	return eachRow(ctx, s.pool, `SELECT * FROM (
+	return eachRow(ctx, s.pool, `WITH last AS MATERIALIZED (
+		SELECT r.* FROM revisions r
+		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
+		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $6)
 		SELECT r.event_id, r.seq, r.attempt <> 0 AS attempt, r.order_by, r.stage_ns, r.writer, e.verb, e.subresource,
 		       COALESCE(e.code, 0), e.level, e.resource_version, COALESCE(r.cpid, ''), COALESCE(r.change_id, ''),
 		       COALESCE(b.response_object, ''), COALESCE(b.request_object, '')
-		FROM revisions r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		WHERE r.resource = $1 AND r.namespace = $2 AND r.name = $3 AND r.api_group = $4 AND ($5 = '' OR r.cluster = $5)
-		ORDER BY r.seq DESC, r.attempt DESC, r.stage_ns DESC, r.event_id DESC LIMIT $6) last
-		ORDER BY seq, attempt, stage_ns, event_id`, []any{o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, sqlLimit(n)}, row)
+		FROM last r JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
+		ORDER BY r.seq, r.attempt, r.stage_ns, r.event_id`, []any{o.Resource, o.Namespace, o.Name, o.Group, o.Cluster, sqlLimit(n)}, row)
 }
 
 // sqlLimit is a LIMIT of n rows, 0 for all: NULL.

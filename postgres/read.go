@@ -81,33 +81,8 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 		add(`c.cluster = $%[1]d`, s.cluster)
 	}
 	if q.Filter != "" {
-		raw := strings.ToLower(q.Filter)
-		// The writes' verbs and codes are in audit_events: read only when
-		// the filter may name one.
-		verb, code := cpid.FilterWrites(q.Filter)
-		args = append(args, "%"+raw+"%", raw)
-		like, sub, num := len(args)-1, len(args), 0
-		writes := `strpos(lower(r.name), $%[2]d) > 0 OR strpos(lower(r.writer), $%[2]d) > 0`
-		join := ""
-		if verb {
-			writes += ` OR strpos(e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END, $%[2]d) > 0`
-		}
-		if code != 0 {
-			args = append(args, code)
-			num = len(args)
-			// A failing code is a failed write's: only those are read.
-			if cpid.IsFailedCode(code) {
-				writes += ` OR r.attempt <> 0 AND e.code = $%[3]d`
-			} else {
-				writes += ` OR e.code = $%[3]d`
-			}
-		}
-		if verb || code != 0 {
-			join = ` JOIN audit_events e ON e.id = r.event_id`
-		}
-		conds = append(conds, fmt.Sprintf(`(lower(c.namespace) LIKE $%[1]d OR lower(c.name) LIKE $%[1]d
-			OR lower(c.resource) LIKE $%[1]d OR lower(c."user") LIKE $%[1]d OR c.id LIKE $%[1]d OR lower(c.cluster) LIKE $%[1]d
-			OR c.id IN (SELECT r.change_id FROM revisions r`+join+` WHERE r.change_id IS NOT NULL AND (`+writes+`)))`, like, sub, num))
+		args = append(args, strings.ToLower(q.Filter))
+		conds = append(conds, filterCond(q.Filter, len(args), &args))
 	}
 	if q.IDPrefix != "" {
 		add(`starts_with(c.id, $%[1]d)`, q.IDPrefix)
@@ -143,6 +118,56 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 		return "", nil
 	}
 	return "WHERE " + strings.Join(conds, " AND "), args
+}
+
+// searchText is what the filter reads of a change's own row: its
+// columns, lowercase, apart by a control character that no filter holds
+// (so that a filter cannot match across two of them).
+const searchText = `lower(c.namespace || chr(31) || c.name || chr(31) || c.resource || chr(31) || c."user" || chr(31) || c.id || chr(31) || c.cluster)`
+
+// matching is the array of the distinct values of column col (name or
+// writer) of the writes of changes that contain the filter (argument
+// arg): the values are read by a skip through the partial index
+// revisions_<col>s (a seek each, migration 0007), not from every write.
+func matching(col string, arg int) string {
+	return fmt.Sprintf(`ARRAY(WITH RECURSIVE v(x) AS (
+			SELECT min(%[1]s) FROM revisions WHERE change_id IS NOT NULL
+			UNION ALL SELECT (SELECT min(%[1]s) FROM revisions WHERE change_id IS NOT NULL AND %[1]s > v.x) FROM v WHERE v.x IS NOT NULL)
+		SELECT x FROM v WHERE strpos(lower(x), $%[2]d) > 0)`, col, arg)
+}
+
+// filterCond is the condition of a filter (argument arg, lowercase): a
+// change whose own row contains it, or that has a write whose object name
+// or writer does, or (when the filter may name one) whose verb[/subresource]
+// does or whose code it is. Matched as text, not as a LIKE pattern: a
+// filter with % or _ finds those characters, as in SQLite. The writes'
+// names and writers are found from the values that match (matching),
+// through revisions_names and revisions_writers: the writes of those
+// values only, where every write was read at each key.
+func filterCond(filter string, arg int, args *[]any) string {
+	cond := fmt.Sprintf(`(strpos(`+searchText+`, $%[1]d) > 0
+		OR c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND name = ANY(`+matching("name", arg)+`))
+		OR c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND writer = ANY(`+matching("writer", arg)+`))`, arg)
+	// The writes' verbs and codes are in audit_events: read only when
+	// the filter may name one, and for each change until one matches.
+	verb, code := cpid.FilterWrites(filter)
+	if verb {
+		cond += fmt.Sprintf(`
+		OR EXISTS (SELECT 1 FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id = c.id
+			AND strpos(e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END, $%d) > 0)`, arg)
+	}
+	if code != 0 {
+		*args = append(*args, code)
+		// A failing code is a failed write's: only those are read.
+		failed := ""
+		if cpid.IsFailedCode(code) {
+			failed = " AND r.attempt <> 0"
+		}
+		cond += fmt.Sprintf(`
+		OR EXISTS (SELECT 1 FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id = c.id%s AND e.code = $%d)`,
+			failed, len(*args))
+	}
+	return cond + `)`
 }
 
 // CountChanges counts the changes Changes lists for the same filter.
@@ -433,12 +458,18 @@ func (s *Store) Origins(ctx context.Context, id string) ([]string, error) {
 	return cpid.ReadService{Rows: s}.Origins(ctx, id)
 }
 
-// CPIDs returns the CPIDs of the merge graph that start with prefix.
+// CPIDs returns the CPIDs of the merge graph that start with prefix: from
+// cpid_ids (migration 0007), in its key's byte order, the range of the
+// prefix (every string that starts with it sorts from it to it followed
+// by the last code point), where the union of the two tables' CPIDs,
+// deduplicated and sorted, took 1.3 s on 5M events.
 func (s *Store) CPIDs(ctx context.Context, prefix string, limit int) ([]string, error) {
-	return strs(ctx, s.pool, `SELECT cpid FROM (SELECT cpid FROM mergelogs WHERE starts_with(cpid, $1)
-		UNION SELECT source_cpid FROM mergelog_sources WHERE starts_with(source_cpid, $1)) c
-		ORDER BY cpid COLLATE "C" LIMIT $2`, prefix, limit)
+	return strs(ctx, s.pool, cpidsSQL, prefix, limit)
 }
+
+// cpidsSQL is CPIDs' query: $1 the prefix, $2 the limit.
+const cpidsSQL = `SELECT cpid FROM cpid_ids WHERE cpid >= $1 COLLATE "C" AND cpid < ($1 || chr(1114111)) COLLATE "C"
+	AND starts_with(cpid, $1) ORDER BY cpid LIMIT $2`
 
 // InMergeGraph reports whether a mergelog has the CPID, as its own or as
 // a source (cpid.RowReader).

@@ -1,0 +1,249 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
+)
+
+// TestReadPaths runs the tests of the read paths' plans and results
+// against one database holding the real fixture, reconstructed and
+// analyzed (as autovacuum keeps a server's statistics).
+func TestReadPaths(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTest(t)
+	if _, err := (&ingest.Ingester{Sink: s}).Run(ctx, []string{"../fixtures/basic/bundle"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reconstruct.Run(ctx, s, reconstruct.Options{Family: ingest.Family}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, *Store)
+	}{
+		{"FilterIndexUsed", testFilterIndexUsed},
+		{"FilterMatches", testFilterMatches},
+		{"HistoryLimitFirst", testHistoryLimitFirst},
+		{"CPIDsIndexUsed", testCPIDsIndexUsed},
+		{"CPIDIDs", testCPIDIDs}, // last: it prunes the merge graph
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, s) })
+	}
+}
+
+// queryPlan is PostgreSQL's plan of q with its arguments (a custom plan,
+// as the first runs of a statement get), as text, with sequential scans
+// off: on the fixture's small tables a scan would win anyway, so a
+// sequential scan left in the plan says that no index can answer q.
+func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	var plan []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN `+q, args...)
+		if err != nil {
+			return err
+		}
+		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+	return strings.Join(plan, "\n")
+}
+
+// TestFilterIndexUsed: the terminal UI's filter, run at each key for the
+// count and the page, finds the writes' names and writers through
+// revisions_names and revisions_writers (migration 0007), never by
+// reading every write as it did (strpos over each write's name and
+// writer); verbs and codes read the writes of one change at a time.
+func testFilterIndexUsed(t *testing.T, s *Store) {
+	for _, cluster := range []string{"", "c"} {
+		v := s.InCluster(cluster)
+		// "web": no verb or code; "update": a verb; "409": a code.
+		for _, f := range []string{"web", "update", "409"} {
+			where, args := v.filter(cpid.ChangeQuery{Filter: f})
+			for _, q := range []string{
+				`SELECT count(*) FROM changes c ` + where,
+				`SELECT c.id FROM changes c ` + where + ` ORDER BY c.started_ns DESC, c.id COLLATE "C" LIMIT 50 OFFSET 0`,
+			} {
+				p := queryPlan(t, s, q, args...)
+				for _, want := range []string{"revisions_names", "revisions_writers"} {
+					if !strings.Contains(p, want) {
+						t.Errorf("filter %q, cluster %q: %s\nplan:\n%s\nwant %s", f, cluster, q, p, want)
+					}
+				}
+				if strings.Contains(p, "Seq Scan on revisions") || strings.Contains(p, "Seq Scan on audit_events") {
+					t.Errorf("filter %q, cluster %q: %s\nplan:\n%s\nreads every write", f, cluster, q, p)
+				}
+			}
+		}
+	}
+}
+
+// TestFilterMatches: the filter lists the changes whose own row, or one
+// of whose writes' names or writers, contains it (as text: % and _ are
+// themselves), as matched in Go over every change and write.
+func testFilterMatches(t *testing.T, s *Store) {
+	ctx := context.Background()
+	own := map[string]string{}
+	rows, _ := s.pool.Query(ctx, `SELECT id, lower(concat_ws(chr(31), namespace, name, resource, "user", id, cluster)) FROM changes`)
+	var id, text string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &text}, func() error { own[id] = text; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	writes := map[string][]string{}
+	rows, _ = s.pool.Query(ctx, `SELECT change_id, lower(name), lower(writer) FROM revisions WHERE change_id IS NOT NULL`)
+	var name, writer string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &name, &writer}, func() error {
+		writes[id] = append(writes[id], name, writer)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"n", "ns", "kube", "coredns", "system:serviceaccount", "deployment-controller", "%", "_", "zzz"} {
+		var want []string
+		for id, text := range own {
+			if strings.Contains(text, f) || slices.ContainsFunc(writes[id], func(w string) bool { return strings.Contains(w, f) }) {
+				want = append(want, id)
+			}
+		}
+		slices.Sort(want)
+		got, err := s.Changes(ctx, cpid.ChangeQuery{Filter: f, Limit: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, len(got))
+		for i, c := range got {
+			ids[i] = c.ID
+		}
+		slices.Sort(ids)
+		n, err := s.CountChanges(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids, want) || n != len(want) {
+			t.Errorf("filter %q: %d listed, %d counted, want %d", f, len(ids), n, len(want))
+		}
+	}
+}
+
+// TestHistoryLimitFirst: history finds an object's last writes from
+// revisions alone and joins only those: with a limit of 2, the events of
+// 2 writes are read, where the query joined every write of the object
+// before keeping the last (1.6 s for a busy Node on 5M events).
+func testHistoryLimitFirst(t *testing.T, s *Store) {
+	ctx := context.Background()
+	var k cpid.ObjectKey
+	var writes int
+	if err := s.pool.QueryRow(ctx, `SELECT api_group, resource, namespace, name, count(*) FROM revisions
+		GROUP BY api_group, resource, namespace, name ORDER BY count(*) DESC, name LIMIT 1`).Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name, &writes); err != nil {
+		t.Fatal(err)
+	}
+	if writes < 4 {
+		t.Fatalf("the busiest object of the fixture has %d writes", writes)
+	}
+	q, args := s.historySQL(cpid.HistoryQuery{Object: k}, 2)
+	var out []byte
+	if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+q, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plan []struct{ Plan node }
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	plan[0].Plan.walk(func(n node) {
+		if n.Relation == "audit_events" && n.Alias == "e" {
+			read += n.Rows * n.Loops
+		}
+	})
+	if read != 2 {
+		t.Errorf("history of %v (%d writes), limit 2: %d events read, want 2\n%s", k, writes, read, out)
+	}
+}
+
+// node is a node of EXPLAIN (FORMAT JSON).
+type node struct {
+	Type     string `json:"Node Type"`
+	Relation string `json:"Relation Name"`
+	Alias    string `json:"Alias"`
+	Index    string `json:"Index Name"`
+	Rows     int    `json:"Actual Rows"`
+	Loops    int    `json:"Actual Loops"`
+	Plans    []node `json:"Plans"`
+}
+
+func (n node) walk(fn func(node)) {
+	fn(n)
+	for _, c := range n.Plans {
+		c.walk(fn)
+	}
+}
+
+// testCPIDsIndexUsed: the CPIDs of the merge graph (IDLength's every
+// listing, a prefix's candidates) come from cpid_ids in its key's order,
+// not from a sort of the union of mergelogs and mergelog_sources (1.3 s on
+// 5M events), and the objects a reference names (Objects) from
+// revisions_objects alone (migration 0007).
+func testCPIDsIndexUsed(t *testing.T, s *Store) {
+	for _, prefix := range []string{"", "0a"} {
+		p := queryPlan(t, s, cpidsSQL, prefix, 10)
+		if !strings.Contains(p, "Index Only Scan using cpid_ids_pkey") || strings.Contains(p, "Sort") {
+			t.Errorf("CPIDs %q: plan:\n%s\nwant an index-only scan of cpid_ids_pkey, no sort", prefix, p)
+		}
+	}
+	p := queryPlan(t, s, objectsSQL, "kwok-node-0", []string{"nodes"}, false, "", true, "", "")
+	if !strings.Contains(p, "Index Only Scan using revisions_objects") {
+		t.Errorf("Objects: plan:\n%s\nwant an index-only scan of revisions_objects", p)
+	}
+}
+
+// testCPIDIDs: cpid_ids, kept by triggers, holds every CPID of the merge
+// graph once with the rows that name it and what it shares with the next
+// in byte order, after a reconstruct and after a prune deleted some.
+func testCPIDIDs(t *testing.T, s *Store) {
+	ctx := context.Background()
+	check := func(when string) {
+		t.Helper()
+		const want = `SELECT cpid || ' ' || count(*) || ' ' || cpid_shared(cpid, lead(cpid) OVER (ORDER BY cpid)) FROM (
+			SELECT cpid COLLATE "C" AS cpid FROM mergelogs UNION ALL SELECT source_cpid FROM mergelog_sources) a GROUP BY cpid`
+		w, got := rowsOf(t, s, want), rowsOf(t, s, `SELECT cpid || ' ' || refs || ' ' || shared FROM cpid_ids`)
+		if len(w) < 3 || !slices.Equal(w, got) {
+			t.Errorf("%s: cpid_ids holds %d rows, want %d; first difference: %v", when, len(got), len(w), firstDiff(got, w))
+		}
+	}
+	check("after reconstruct")
+	removed, _, err := reconstruct.PruneStore(ctx, s, reconstruct.Budget{MaxCPIDs: 5}, false)
+	if err != nil || len(removed) == 0 {
+		t.Fatalf("prune: %d removed, %v", len(removed), err)
+	}
+	check("after prune")
+}
+
+// firstDiff is the first row where got and want differ.
+func firstDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return got[i] + " against " + want[i]
+		}
+	}
+	return "one is a prefix of the other"
+}
