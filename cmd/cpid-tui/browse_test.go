@@ -53,6 +53,7 @@ type tmuxSession struct {
 	tmux string
 	sock string
 	conf string
+	wake chan struct{} // told of the pane's output, see newTmux
 }
 
 func newTmux(t *testing.T, name string, w, h int, command string) *tmuxSession {
@@ -72,11 +73,50 @@ func newTmux(t *testing.T, name string, w, h int, command string) *tmuxSession {
 		t.Fatal(err)
 	}
 	// A server of its own, its socket in the test's directory.
-	s := &tmuxSession{t: t, tmux: path, sock: filepath.Join(dir, name+".sock"), conf: conf}
+	s := &tmuxSession{t: t, tmux: path, sock: filepath.Join(dir, name+".sock"), conf: conf, wake: make(chan struct{}, 1)}
 	s.run("new-session", "-d", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), command+"; echo cpid-exit=$?")
 	t.Cleanup(func() { exec.Command(s.tmux, "-S", s.sock, "kill-server").Run() })
+	// A control client (tmux -C, which leaves the window's size alone)
+	// prints a notification of each output of the pane, and of each
+	// resize: the waits look at the screen again then, instead of polling
+	// it. tmux sends them once the output is on the screen (its server
+	// writes to clients after it parsed the output), so no change is
+	// missed. It ends when its input does.
+	cc := exec.Command(s.tmux, "-S", s.sock, "-f", s.conf, "-C", "attach-session", "-f", "ignore-size,read-only")
+	in, err := cc.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cc.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		b := make([]byte, 32<<10)
+		for {
+			n, err := out.Read(b)
+			if n > 0 {
+				select {
+				case s.wake <- struct{}{}:
+				default: // a wake-up is pending already
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { in.Close(); <-read; cc.Wait() })
 	return s
 }
+
+// woken is the channel told of the pane's output (waitOn's wake).
+func (s *tmuxSession) woken() <-chan struct{} { return s.wake }
 
 func (s *tmuxSession) run(args ...string) string {
 	s.t.Helper()
@@ -107,12 +147,13 @@ func (s *tmuxSession) screen(escapes bool) string {
 	return s.run("capture-pane", "-p")
 }
 
-// wait polls the screen until ok says it is there (waitUntil: no deadline
-// but the test binary's; the screen is shown if it never comes).
+// wait looks at the screen, and again at each output of the pane, until ok
+// says it is there (waitOn: no deadline but the test binary's; the screen
+// is shown if it never comes).
 func (s *tmuxSession) wait(what string, ok func(screen string) bool) string {
 	s.t.Helper()
 	var last string
-	waitUntil(s.t, what, func() bool { last = s.screen(false); return ok(last) },
+	waitOn(s.t, what, func() bool { last = s.screen(false); return ok(last) }, s.woken,
 		func() string { return "the screen is:\n" + last })
 	return last
 }
@@ -137,12 +178,12 @@ func (s *tmuxSession) waitText(texts ...string) string {
 func (s *tmuxSession) exited() string {
 	s.t.Helper()
 	var sc, status string
-	waitUntil(s.t, "the program to exit", func() bool {
+	waitOn(s.t, "the program to exit", func() bool {
 		sc = s.run("capture-pane", "-p", "-S", "-")
 		_, st, ok := strings.Cut(sc, "cpid-exit=")
 		status = strings.TrimSpace(strings.SplitN(st, "\n", 2)[0])
 		return ok
-	}, func() string { return "the screen and its history:\n" + sc })
+	}, s.woken, func() string { return "the screen and its history:\n" + sc })
 	return status
 }
 
