@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // dumpFile is dumpDB of the database at path, and the names of its
@@ -51,6 +53,7 @@ func synthBundle(t *testing.T, n int) string {
 // which leaves nothing at --db until it is done) and one that held records
 // already (the ordinary WAL transactions).
 func TestIngestKilled(t *testing.T) {
+	t.Parallel()
 	bundle := synthBundle(t, 40000)
 	for _, existing := range []bool{false, true} {
 		t.Run(map[bool]string{false: "new-database", true: "existing-database"}[existing], func(t *testing.T) {
@@ -80,9 +83,39 @@ func TestIngestKilled(t *testing.T) {
 				}
 				return n
 			}
+			// Sized again at each change in dir (watched before the
+			// first size).
+			w, err := fsnotify.NewWatcher()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if err := w.Add(dir); err != nil {
+				t.Fatal(err)
+			}
+			changed := make(chan struct{}, 1)
+			go func() {
+				for {
+					select {
+					case _, ok := <-w.Events:
+						if !ok {
+							return
+						}
+					case _, ok := <-w.Errors: // an overflow: size again
+						if !ok {
+							return
+						}
+					}
+					select {
+					case changed <- struct{}{}:
+					default: // a wake-up is pending already
+					}
+				}
+			}()
 			before := size()
 			p := helper(t, "cpid-tui", args(db)...)
-			waitUntil(t, "the database to grow by 6 MB", func() bool { return size()-before >= 6<<20 }, nil)
+			waitOn(t, "the database to grow by 6 MB", func() bool { return size()-before >= 6<<20 },
+				func() <-chan struct{} { return changed }, nil)
 			p.Process.Kill()
 			p.Wait()
 			if !existing {
