@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cpid-dev/cpid/postgres/pgtest"
 )
@@ -64,19 +63,20 @@ func TestConcurrentFirstOpens(t *testing.T) {
 		t.Run(map[bool]string{false: "at-once", true: "first-loader-killed"}[kill], func(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "new.db")
+			changed := dirChanges(t, dir) // the waits below look again at each change in dir
 			var victim proc
 			if kill {
 				// A load big enough to be killed half way.
 				victim = helper(t, "cpid-tui", "ingest", "-q", "--batch", "500", "--db", db, synthBundle(t, 40000))
-				for {
+				waitOn(t, "the load half way", func() bool {
 					if fi, err := os.Stat(db + ".partial"); err == nil && fi.Size() > 4<<20 {
-						break
+						return true
 					}
-					if victim.ProcessState != nil {
+					if _, err := os.Stat(db); err == nil {
 						t.Fatal("the load ended before it could be killed")
 					}
-					time.Sleep(5 * time.Millisecond)
-				}
+					return false
+				}, changed, nil)
 			}
 			var ps []proc
 			for _, in := range ingests {
@@ -95,11 +95,11 @@ func TestConcurrentFirstOpens(t *testing.T) {
 			// its way, as a person runs query while an ingest runs, and
 			// waits for it. Not while the killed loader's .partial is all
 			// there is: the reader cannot tell it from a load on its way.
-			waitUntil(t, "the database on its way", func() bool {
+			waitOn(t, "the database on its way", func() bool {
 				_, e1 := os.Stat(db)
 				_, e2 := os.Stat(db + ".partial")
 				return e1 == nil || e2 == nil && !kill
-			}, nil)
+			}, changed, nil)
 			ps = append(ps, helper(t, "cpid-tui", "query", "changes", "--db", db))
 			serve.waitFor(t, "listening")
 			resp, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(string(posted)))
@@ -117,7 +117,7 @@ func TestConcurrentFirstOpens(t *testing.T) {
 				}
 			}
 			// tail has read its logs when the database holds everything.
-			waitUntil(t, "every event stored", func() bool { return rows(db) == wantRows }, nil)
+			waitOn(t, "every event stored", func() bool { return rows(db) == wantRows }, changed, nil)
 			for _, p := range []proc{serve, tailer} {
 				p.Process.Signal(syscall.SIGTERM)
 				if err := p.Wait(); err != nil {

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // dumpFile is dumpDB of the database at path, and the names of its
@@ -85,37 +83,11 @@ func TestIngestKilled(t *testing.T) {
 			}
 			// Sized again at each change in dir (watched before the
 			// first size).
-			w, err := fsnotify.NewWatcher()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			if err := w.Add(dir); err != nil {
-				t.Fatal(err)
-			}
-			changed := make(chan struct{}, 1)
-			go func() {
-				for {
-					select {
-					case _, ok := <-w.Events:
-						if !ok {
-							return
-						}
-					case _, ok := <-w.Errors: // an overflow: size again
-						if !ok {
-							return
-						}
-					}
-					select {
-					case changed <- struct{}{}:
-					default: // a wake-up is pending already
-					}
-				}
-			}()
+			changed := dirChanges(t, dir)
 			before := size()
 			p := helper(t, "cpid-tui", args(db)...)
 			waitOn(t, "the database to grow by 6 MB", func() bool { return size()-before >= 6<<20 },
-				func() <-chan struct{} { return changed }, nil)
+				changed, nil)
 			p.Process.Kill()
 			p.Wait()
 			if !existing {

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // pollEvery is how often waitUntil looks again: a poll interval, which
@@ -68,4 +70,39 @@ func nearTimeout(t testing.TB) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// dirChanges watches dir until the test ends and returns waitOn's wake for
+// it: a channel told of every change in dir from now on (a file created,
+// written, renamed or removed; a lost event, too).
+func dirChanges(t *testing.T, dir string) func() <-chan struct{} {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if err := w.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case _, ok := <-w.Events:
+				if !ok {
+					return
+				}
+			case _, ok := <-w.Errors: // an overflow: look again
+				if !ok {
+					return
+				}
+			}
+			select {
+			case changed <- struct{}{}:
+			default: // a wake-up is pending already
+			}
+		}
+	}()
+	return func() <-chan struct{} { return changed }
 }
