@@ -73,10 +73,12 @@ type Tailer struct {
 	// went away (it crashed, restarts, cannot be reached): waited out as
 	// Full is, with a notice that says the error only.
 	Down func(error) bool
-	// Idle, when set, is called from the goroutine of Run each time Run
-	// waits with nothing to do until a log changes or a timer fires, if
-	// lines were read or a batch was stored since the last call (and once
-	// after the start): a test waits on it instead of polling the store.
+	// Idle, when set, is called from the goroutine of Run each time Run,
+	// having read all there is for now, waits (for a log to change, a
+	// timer, or the batch being stored), if lines were read or a batch was
+	// stored since the last call (and once after the start): whatever it
+	// stores is followed by a call, so a test looks at the store then
+	// instead of polling it.
 	Idle func()
 
 	// pollOnly leaves fsnotify out, so that a test can run the tailer in a
