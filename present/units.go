@@ -62,3 +62,24 @@ func Plural(n int, noun string) string {
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }
+
+// Precise formats a duration in ns as the report says it, finer than
+// Duration where a chart's marks are compared: whole µs below a
+// millisecond, ms with one decimal below 10 s, s with one decimal below an
+// hour, then hours, minutes and seconds (1h2m3s); 0 for nothing.
+func Precise(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < 0:
+		return "-" + Precise(-ns)
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/1e6)
+	case d < time.Hour:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}

@@ -3,41 +3,16 @@ package report
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/present"
 )
 
-// dur formats a duration in ns for the report: whole µs below a
-// millisecond, ms with one decimal below 10s, s with one decimal below an
-// hour. The command-line tables and the terminal UI say durations as
-// present.Duration does; the report's golden file holds this format until it
-// moves to that one.
-func dur(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d < 0:
-		return "-" + dur(-ns)
-	case d == 0:
-		return "0"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.1fms", float64(d)/1e6)
-	case d < time.Hour:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	}
-	return d.Round(time.Second).String()
-}
+// dur formats a duration in ns as the report says it (present.Precise).
+func dur(ns int64) string { return present.Precise(ns) }
 
-// stamp formats a Unix-ns time with its date, UTC, to the millisecond.
-func stamp(ns int64) string {
-	if ns == 0 {
-		return "-"
-	}
-	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000 UTC")
-}
+// stamp formats a Unix-ns time with its date and zone (present.Stamp).
+func stamp(ns int64) string { return present.Stamp(ns) }
 
 // explain names why a hop waited; an empty one is unexplained.
 func explain(e cpid.Explain) string {
@@ -47,13 +22,9 @@ func explain(e cpid.Explain) string {
 	return string(e)
 }
 
-// short abbreviates a CPID or change id (a UUID) to its first 8 characters.
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
+// short abbreviates a CPID or change id (a UUID) to its first 8
+// characters (present.ShortID).
+func short(id string) string { return present.ShortID(id, present.MinIDLength) }
 
 // mdEscaper escapes what Markdown would read as markup in a line of text
 // or a table cell (CommonMark's backslash escapes of ASCII punctuation).
@@ -102,7 +73,7 @@ func text(s string) string { return s }
 // changeLine is a linked change in one line: what it did, when, its
 // trigger, its writes and its id; esc escapes the text, id writes the id.
 func changeLine(c cpid.ChangeRow, esc, id func(string) string) string {
-	return fmt.Sprintf("%s %s at %s (%s, %s, %s)", esc(withSub(c.Verb, c.Subresource)), esc(object(c.Kind, c.Namespace, c.Name)),
+	return fmt.Sprintf("%s %s at %s (%s, %s, %s)", esc(present.Verb(c.Verb, c.Subresource)), esc(object(c.Kind, c.Namespace, c.Name)),
 		stamp(c.StartedNS), esc(string(c.Trigger)), present.Plural(c.Writes, "write"), id(c.ID))
 }
 
@@ -114,7 +85,7 @@ func anomalyObject(a cpid.AnomalyRow) string {
 // logLine is a controller log line: its time of day, its offset from the
 // report's time zero, its level, component and message.
 func (r *Report) logLine(l cpid.LogLine) string {
-	return fmt.Sprintf("%s +%-9s %-5s %s  %s", stamp(l.TimeNS)[11:23], dur(l.TimeNS-r.OriginNS), l.Level, l.Component, l.Msg)
+	return fmt.Sprintf("%s +%-9s %-5s %s  %s", present.Clock(l.TimeNS), dur(l.TimeNS-r.OriginNS), l.Level, l.Component, l.Msg)
 }
 
 // glyph marks a write in the tables: ✕ failed, ◆ on the critical path, ●

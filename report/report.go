@@ -184,16 +184,7 @@ func (r *Report) writes(ts []cpid.TimelineEntry) {
 		}
 		return i
 	}
-	r.OriginNS, r.EndNS = ts[0].ReceivedNS, ts[0].NS
-	for _, t := range ts {
-		r.OriginNS, r.EndNS = min(r.OriginNS, t.ReceivedNS), max(r.EndNS, t.NS)
-	}
-	for _, s := range r.Spans {
-		r.OriginNS, r.EndNS = min(r.OriginNS, s.StartNS), max(r.EndNS, s.EndNS)
-	}
-	if r.EndNS <= r.OriginNS {
-		r.EndNS = r.OriginNS + 1
-	}
+	r.OriginNS, r.EndNS = present.Extent(ts, r.Spans)
 	r.ChartNS = r.OriginNS
 	for _, t := range ts {
 		if t.CauseID != 0 && t.HopNS > 0 {
@@ -203,11 +194,8 @@ func (r *Report) writes(ts []cpid.TimelineEntry) {
 	idx := map[int64]int{}
 	r.Writes = make([]Write, len(ts))
 	for i, t := range ts {
-		verb := withSub(t.Verb, t.Subresource)
-		if t.Attempt {
-			verb += fmt.Sprintf(" (failed %d)", t.Code)
-		}
-		r.Writes[i] = Write{TimelineEntry: t, Lane: addLane(t.Writer), Object: object(t.Kind, t.Namespace, t.Name), Verb: verb,
+		r.Writes[i] = Write{TimelineEntry: t, Lane: addLane(t.Writer), Object: object(t.Kind, t.Namespace, t.Name),
+			Verb:     present.WriteVerb(t.Verb, t.Subresource, t.Attempt, t.Code),
 			OffsetNS: t.NS - r.OriginNS}
 		idx[t.EventID] = i
 	}
@@ -342,32 +330,34 @@ func diffOf(w Write, ws []cpid.ObjectWrite, more bool) RevisionDiff {
 		return d
 	}
 	rv := ws[at]
+	prev := ""
+	for i := at - 1; i >= 0; i-- {
+		if ws[i].Object != "" {
+			prev = ws[i].Object
+			d.Base = present.Revision(ws[i].Seq, ws[i].ResourceVersion, ws[i].Writer, ws[i].Verb, ws[i].Subresource)
+			break
+		}
+	}
 	var lines []string
-	switch {
-	case rv.Object == "" && rv.Request != "":
-		d.Note = "stored no object in the audit log; its request body:"
+	switch present.Changed(present.Written{Attempt: rv.Attempt, Verb: rv.Verb, Level: rv.Level, Object: rv.Object, Request: rv.Request}, prev != "") {
+	case present.ChangeFailed:
+		d.Base, d.Note = "", fmt.Sprintf("failed with %d: it changed nothing", rv.Code)
+	case present.ChangeRequest:
+		d.Base, d.Note = "", "stored no object in the audit log; its request body:"
 		for _, l := range present.JSONLines(rv.Request) {
 			lines = append(lines, "  "+l)
 		}
-	case rv.Object == "" && rv.Level == "Metadata":
-		d.Note = "audited at Metadata level: the audit log has no body of it"
-	case rv.Object == "":
-		d.Note = "the audit log has no object of it (a delete's or a subresource's response, or a truncated event)"
-	default:
-		prev := ""
-		for i := at - 1; i >= 0; i-- {
-			if ws[i].Object != "" {
-				prev = ws[i].Object
-				d.Base = fmt.Sprintf("#%d rv %s (%s %s)", ws[i].Seq, ws[i].ResourceVersion, ws[i].Writer, withSub(ws[i].Verb, ws[i].Subresource))
-				break
-			}
-		}
-		switch {
-		case prev == "" && more:
+	case present.ChangeMetadata:
+		d.Base, d.Note = "", "audited at Metadata level: the audit log has no body of it"
+	case present.ChangeDeleted, present.ChangeNoObject:
+		d.Base, d.Note = "", "the audit log has no object of it (a delete's or a subresource's response, or a truncated event)"
+	case present.ChangeFirst:
+		d.Note = "the first stored object, whole:"
+		if more {
 			d.Note = fmt.Sprintf("none of the %d writes before it stored the object; the whole object:", at)
-		case prev == "":
-			d.Note = "the first stored object, whole:"
 		}
+		lines = present.ObjectDiff("", rv.Object, 3)
+	default:
 		lines = present.ObjectDiff(prev, rv.Object, 3)
 		if len(lines) == 0 {
 			d.Note = "no difference in spec, status or metadata (besides resourceVersion and managedFields)"
@@ -457,7 +447,7 @@ func (r *Report) warnings(bodied map[cpid.ObjectKey][]cpid.ObjectWrite, v cpid.D
 // Title names the change for people: "create Service default/web".
 func (r *Report) Title() string {
 	c := r.Change
-	return withSub(c.Verb, c.Subresource) + " " + object(c.Kind, c.Namespace, c.Name)
+	return present.Verb(c.Verb, c.Subresource) + " " + object(c.Kind, c.Namespace, c.Name)
 }
 
 // agent is the program and version of the user agent that started the
@@ -493,13 +483,6 @@ func (r *Report) Merges() map[string]int {
 }
 
 func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }
-
-func withSub(verb, sub string) string {
-	if sub == "" {
-		return verb
-	}
-	return verb + "/" + strings.TrimPrefix(sub, "/")
-}
 
 // PathTime is how the critical path's waits make the change's settled
 // time (docs/CAUSALITY.md, "Time by reason", as cpid-tui diff adds them

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpid-dev/cpid"
-	"github.com/cpid-dev/cpid/cmd/cpid-tui/tui"
 	"github.com/cpid-dev/cpid/present"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -128,7 +127,7 @@ func compareChanges(ctx context.Context, st cpid.ChangeReader, id1, id2 string) 
 	if err != nil {
 		return r, err
 	}
-	r.Summary = tui.CompareSummaryN(r, n)
+	r.Summary = present.CompareSummary(r, n)
 	return r, nil
 }
 
@@ -137,11 +136,11 @@ func printDiff(w io.Writer, format string, lay layout, r diffReport) error {
 	head := []string{"STEP", "AT (1)", "HOP (1)", "AT (2)", "HOP (2)", "DELTA"}
 	var rows [][]string
 	for _, s := range r.Steps {
-		at1, hop1 := tui.StepSide(s.A, dur)
-		at2, hop2 := tui.StepSide(s.B, dur)
+		at1, hop1 := present.StepSide(s.A, dur)
+		at2, hop2 := present.StepSide(s.B, dur)
 		delta := "-"
 		if s.DeltaNS != nil {
-			delta = tui.Signed(*s.DeltaNS)
+			delta = present.Signed(*s.DeltaNS)
 		}
 		rows = append(rows, []string{s.Step, at1, hop1, at2, hop2, delta})
 	}
@@ -163,9 +162,9 @@ func printDiff(w io.Writer, format string, lay layout, r diffReport) error {
 	fmt.Fprintln(w)
 	rows = nil
 	for _, d := range r.Writers {
-		rows = append(rows, []string{d.Writer, dur(d.ANS), dur(d.BNS), tui.Signed(d.DeltaNS)})
+		rows = append(rows, []string{d.Writer, dur(d.ANS), dur(d.BNS), present.Signed(d.DeltaNS)})
 	}
-	rows = append(rows, []string{"settled after", dur(r.SettledANS), dur(r.SettledBNS), tui.Signed(r.DeltaNS)})
+	rows = append(rows, []string{"settled after", dur(r.SettledANS), dur(r.SettledBNS), present.Signed(r.DeltaNS)})
 	byWriter := listing{head: []string{"CRITICAL PATH BY WRITER", "(1)", "(2)", "DELTA"}, rows: rows}
 	if err := byWriter.write(w, format, lay); err != nil {
 		return err

@@ -287,16 +287,16 @@ func addDiffs(ctx context.Context, st cpid.ChangeReader, k cpid.ObjectKey, ws []
 				break
 			}
 		}
-		switch {
-		case cur.Attempt:
+		switch present.Changed(present.Written{Attempt: cur.Attempt, Verb: cur.Verb, Level: cur.Level, Object: cur.Object, Request: cur.Request}, base != "") {
+		case present.ChangeFailed:
 			ws[i].Diff = []string{fmt.Sprintf("(failed with %d: changed nothing)", cur.Code)}
-		case cur.Object == "" && cur.Request != "":
+		case present.ChangeRequest:
 			ws[i].Diff = append([]string{"(no object stored in the audit log; the request body:)"}, indent(present.JSONLines(cur.Request))...)
-		case cur.Object == "" && cur.Verb == "delete":
+		case present.ChangeDeleted:
 			ws[i].Diff = []string{"(deleted)"}
-		case cur.Object == "":
+		case present.ChangeMetadata, present.ChangeNoObject:
 			ws[i].Diff = []string{"(no body in the audit log: Metadata level, or a binding, Scale or Status response)"}
-		case base == "":
+		case present.ChangeFirst:
 			ws[i].Diff = append([]string{"(the first object stored, whole)"}, present.ObjectDiff("", cur.Object, 0)...)
 		default:
 			ws[i].Diff = present.ObjectDiff(base, cur.Object, 3)

@@ -32,7 +32,7 @@ var (
 
 // minIDLength is the fewest characters of an id -o table shows (idLength
 // shows more when the database needs them).
-const minIDLength = 8
+const minIDLength = present.MinIDLength
 
 // listing is what a command prints, in every format: a table for people,
 // the data for scripts, the ids.
@@ -552,22 +552,12 @@ func csvText(s string) string {
 	return b.String()
 }
 
-// clock formats a Unix-ns time for a table.
-func clock(ns int64) string {
-	if ns == 0 {
-		return "-"
-	}
-	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000")
-}
+// clock formats a Unix-ns time for a table (present.Time).
+func clock(ns int64) string { return present.Time(ns) }
 
 // timeOfDay formats a Unix-ns time of day for a table whose rows are of
-// one change (its date is in the line above the table).
-func timeOfDay(ns int64) string {
-	if ns == 0 {
-		return "-"
-	}
-	return time.Unix(0, ns).UTC().Format("15:04:05.000")
-}
+// one change, its date in the line above the table (present.Clock).
+func timeOfDay(ns int64) string { return present.Clock(ns) }
 
 // dur formats a duration in ns for a table, as the terminal UI does.
 func dur(ns int64) string { return present.Duration(ns) }

@@ -253,26 +253,6 @@ func (q queryRun) changes(ctx context.Context, cq cpid.ChangeQuery) error {
 	return q.e.print(q.c, l)
 }
 
-// timelineZero is time zero of a change's timeline, the TUI's and the
-// command line's: when the apiserver received the first request of the
-// change (its start, changes.started_ns), so that the last write's offset
-// is how long the change took to settle.
-func timelineZero(ts []cpid.TimelineEntry) int64 {
-	if len(ts) == 0 {
-		return 0
-	}
-	zero := ts[0].ReceivedNS
-	for _, t := range ts {
-		if t.ReceivedNS != 0 && (zero == 0 || t.ReceivedNS < zero) {
-			zero = t.ReceivedNS
-		}
-	}
-	if zero == 0 {
-		zero = ts[0].NS
-	}
-	return zero
-}
-
 func (q queryRun) timeline(ctx context.Context, id string) error {
 	full, err := resolveChange(ctx, q.st, id)
 	if err != nil {
@@ -283,7 +263,7 @@ func (q queryRun) timeline(ctx context.Context, id string) error {
 		return err
 	}
 	q.empty(len(ts))
-	zero := timelineZero(ts)
+	zero, _ := present.Extent(ts, nil)
 	l := listing{head: []string{"", "TIME", "AFTER", "WRITER", "VERB", "OBJECT", "HOP", "WHY", "RULE", "CONFIDENCE", "CPID FROM"},
 		wideOnly: []int{1, 8, 10}, data: ts}
 	if ts == nil {
@@ -294,10 +274,7 @@ func (q queryRun) timeline(ctx context.Context, id string) error {
 		if t.Critical {
 			mark = "*"
 		}
-		verb := t.Verb + sub(t.Subresource)
-		if t.Attempt {
-			verb += fmt.Sprintf(" (failed %d)", t.Code)
-		}
+		verb := present.WriteVerb(t.Verb, t.Subresource, t.Attempt, t.Code)
 		hop := "-"
 		if t.CauseID != 0 {
 			hop = "+" + dur(t.HopNS)

@@ -9,6 +9,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // Panes of a change, in tab order.
@@ -87,7 +88,7 @@ func (c *changeScreen) crumb() string {
 	if !c.haveRow {
 		return c.a.short(c.id)
 	}
-	return withSub(c.row.Verb, c.row.Subresource) + " " + object(c.row.Kind, c.row.Namespace, c.row.Name)
+	return present.Verb(c.row.Verb, c.row.Subresource) + " " + object(c.row.Kind, c.row.Namespace, c.row.Name)
 }
 
 // load reads the change's summary, timeline, graph and spans in one go, and

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // pageSize is how many changes one query reads. The list holds one page
@@ -307,7 +308,7 @@ func (c *changesScreen) setFilter(f string) tea.Cmd {
 
 func (c *changesScreen) status() string {
 	if r, ok := c.selected(); ok {
-		s := fmt.Sprintf("change %d/%d  %s  %s %s", c.cursor+1, c.total, c.a.short(r.ID), withSub(r.Verb, r.Subresource),
+		s := fmt.Sprintf("change %d/%d  %s  %s %s", c.cursor+1, c.total, c.a.short(r.ID), present.Verb(r.Verb, r.Subresource),
 			object(r.Kind, r.Namespace, r.Name))
 		if c.marked.ID != "" && c.marked.ID != r.ID {
 			s = fmt.Sprintf("d compares %s with %s · ", c.a.short(c.marked.ID), c.a.short(r.ID)) + s
@@ -351,7 +352,7 @@ func (c *changesScreen) columns(w int) []column {
 			}
 			return r.User
 		}},
-		{title: "VERB", width: c.verbWidth(), cell: func(r cpid.ChangeRow) string { return withSub(r.Verb, r.Subresource) }},
+		{title: "VERB", width: c.verbWidth(), cell: func(r cpid.ChangeRow) string { return present.Verb(r.Verb, r.Subresource) }},
 		{title: "OBJECT", object: true, cell: func(r cpid.ChangeRow) string { return object(r.Kind, r.Namespace, r.Name) }},
 		{title: "OBJS", width: 4, right: true, drop: 1, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Objects) }},
 		{title: "WRITES", width: 6, right: true, cell: func(r cpid.ChangeRow) string { return strconv.Itoa(r.Writes) }},
@@ -513,7 +514,7 @@ func (c *changesScreen) detail(w, most int) []string {
 		return []string{strings.Repeat("─", w)}
 	}
 	what := fmt.Sprintf(" %s %s by %s at %s: %s to %s, settled after %s, slowest hop %s",
-		withSub(r.Verb, r.Subresource), object(r.Kind, r.Namespace, r.Name), r.User, stamp(r.StartedNS), plural(r.Writes, "write"),
+		present.Verb(r.Verb, r.Subresource), object(r.Kind, r.Namespace, r.Name), r.User, stamp(r.StartedNS), plural(r.Writes, "write"),
 		plural(r.Objects, "object"), dur(r.SettledNS-r.StartedNS), dur(r.SlowestHopNS))
 	if n := c.anomalies[r.ID]; n > 0 {
 		what += " · ! " + count(n, "anomaly", "anomalies")
@@ -529,7 +530,7 @@ func (c *changesScreen) detail(w, most int) []string {
 func (c *changesScreen) verbWidth() int {
 	n := 6
 	for _, r := range c.rows {
-		n = max(n, ansi.StringWidth(withSub(r.Verb, r.Subresource)))
+		n = max(n, ansi.StringWidth(present.Verb(r.Verb, r.Subresource)))
 	}
 	return min(n, 16)
 }

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 	"github.com/cpid-dev/cpid/reconstruct"
 )
 
@@ -69,38 +70,9 @@ func (d *compareScreen) load() tea.Cmd {
 			}
 		}
 		msg.r = reconstruct.Compare(cs[0], cs[1], ts[0], ts[1])
-		msg.r.Summary = compareSummary(msg.r, n)
+		msg.r.Summary = present.CompareSummary(msg.r, n)
 		return msg
 	}
-}
-
-// CompareSummary is a Comparison's Summary: how much longer (or shorter)
-// the second change took and which writer most of the difference went
-// to, in the units of every view; the TUI's comparison and cpid-tui diff
-// say it alike.
-func CompareSummary(r reconstruct.Comparison) string { return compareSummary(r, minIDLength) }
-
-// CompareSummaryN is CompareSummary with the ids cut to n characters (the
-// shortest prefix unique in the database, cpid.IDLength).
-func CompareSummaryN(r reconstruct.Comparison, n int) string {
-	return compareSummary(r, max(n, minIDLength))
-}
-
-// compareSummary is CompareSummary with ids of n characters.
-func compareSummary(r reconstruct.Comparison, n int) string {
-	a, b := shortN(r.A.ID, n), shortN(r.B.ID, n)
-	if r.DeltaNS == 0 {
-		return fmt.Sprintf("%s took as long as %s (%s)", b, a, dur(r.SettledBNS))
-	}
-	more, d := "longer", r.DeltaNS
-	if d < 0 {
-		more, d = "less", -d
-	}
-	s := fmt.Sprintf("%s took %s %s than %s (%s against %s)", b, dur(d), more, a, dur(r.SettledBNS), dur(r.SettledANS))
-	if top := r.Top(); top != nil {
-		s += fmt.Sprintf("; %s of it in %s", dur(max(top.DeltaNS, -top.DeltaNS)), top.Writer)
-	}
-	return s
 }
 
 func (d *compareScreen) apply() {
@@ -153,32 +125,7 @@ func (d *compareScreen) update(msg tea.Msg) tea.Cmd {
 
 // side formats one change's write at a step: when, as an offset from the
 // change's start, and its hop.
-func side(x *reconstruct.StepSide) (string, string) { return StepSide(x, offset) }
-
-// StepSide formats one change's write at a step of a comparison: when (by
-// at), and its hop, with " *" on the critical path; "-" for a change
-// without that step.
-func StepSide(x *reconstruct.StepSide, at func(ns int64) string) (string, string) {
-	if x == nil {
-		return "-", "-"
-	}
-	hop := "-"
-	if x.HasCause {
-		hop = "+" + dur(x.HopNS)
-	}
-	if x.Critical {
-		hop += " *"
-	}
-	return at(x.AtNS), hop
-}
-
-// Signed formats a difference: +3.20ms, -1.00ms (the TUI and cpid-tui diff).
-func Signed(ns int64) string {
-	if ns < 0 {
-		return dur(ns)
-	}
-	return "+" + dur(ns)
-}
+func side(x *reconstruct.StepSide) (string, string) { return present.StepSide(x, present.Offset) }
 
 func (d *compareScreen) view(w, h int) string {
 	s := &d.a.sty
@@ -192,7 +139,7 @@ func (d *compareScreen) view(w, h int) string {
 	var out []string
 	for i, c := range []cpid.ChangeRow{r.A, r.B} {
 		out = append(out, lines1(fmt.Sprintf(" (%d) %s settled after %s, %s: %s %s at %s", i+1, d.a.short(c.ID), dur(c.SettledNS-c.StartedNS),
-			plural(c.Writes, "write"), withSub(c.Verb, c.Subresource), object(c.Kind, c.Namespace, c.Name), clock(c.StartedNS)), w))
+			plural(c.Writes, "write"), present.Verb(c.Verb, c.Subresource), object(c.Kind, c.Namespace, c.Name), clock(c.StartedNS)), w))
 	}
 	for _, l := range lines(w, 2, r.Summary) {
 		out = append(out, s.critical.Render(l))
@@ -225,7 +172,7 @@ func (d *compareScreen) view(w, h int) string {
 		at2, hop2 := side(st.B)
 		delta := "-"
 		if st.DeltaNS != nil {
-			delta = Signed(*st.DeltaNS)
+			delta = present.Signed(*st.DeltaNS)
 		}
 		line := mark(i == d.cursor) + "  " + fitName(st.Step, stepW) + " " + cell(at1, atW) + cell(hop1, hopW) + cell(at2, atW) + cell(hop2, hopW) +
 			right(delta, deltaW)
@@ -245,7 +192,7 @@ func (d *compareScreen) view(w, h int) string {
 	cell = func(v string, n int) string { return right(v, n) + " " }
 	table := []string{s.header.Render(fit("  "+fit("CRITICAL PATH BY WRITER", nameW+1)+cell("(1)", deltaW)+cell("(2)", deltaW)+right("DELTA", deltaW), w))}
 	row := func(x reconstruct.WriterDelta) string {
-		return "  " + fitName(x.Writer, nameW) + " " + cell(dur(x.ANS), deltaW) + cell(dur(x.BNS), deltaW) + right(Signed(x.DeltaNS), deltaW)
+		return "  " + fitName(x.Writer, nameW) + " " + cell(dur(x.ANS), deltaW) + cell(dur(x.BNS), deltaW) + right(present.Signed(x.DeltaNS), deltaW)
 	}
 	// The largest differences come first: those that fit, then the total.
 	shown := wr

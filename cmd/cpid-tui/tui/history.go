@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // historyLimit bounds the writes read for one object: the latest ones.
@@ -93,7 +94,7 @@ func (h *historyScreen) apply() {
 	h.rows = h.rows[:0:0]
 	f := strings.ToLower(h.filter)
 	for _, w := range h.all {
-		hay := strings.ToLower(strings.Join([]string{w.Writer, w.User, withSub(w.Verb, w.Subresource), fmt.Sprint(w.Code), w.Change,
+		hay := strings.ToLower(strings.Join([]string{w.Writer, w.User, present.Verb(w.Verb, w.Subresource), fmt.Sprint(w.Code), w.Change,
 			string(w.Trigger), w.Rule, string(w.Explain), w.ResourceVersion}, " "))
 		if f == "" || strings.Contains(hay, f) {
 			h.rows = append(h.rows, w)
@@ -216,7 +217,7 @@ func (h *historyScreen) view(w, hgt int) string {
 func (h *historyScreen) row(i, w int) string {
 	s := &h.a.sty
 	x := h.rows[i]
-	verb := withSub(x.Verb, x.Subresource)
+	verb := present.Verb(x.Verb, x.Subresource)
 	if x.Attempt {
 		verb += fmt.Sprintf(" %d", x.Code)
 	}
@@ -261,7 +262,7 @@ func (h *historyScreen) cause(x cpid.ObjectWrite, w int) string {
 		obj = "itself"
 	}
 	head := fmt.Sprintf("+%s %s ← ", dur(x.HopNS), x.Explain)
-	return head + fitName(c.Writer+" "+withSub(c.Verb, c.Subresource)+" "+obj, max(0, w-ansi.StringWidth(head)))
+	return head + fitName(c.Writer+" "+present.Verb(c.Verb, c.Subresource)+" "+obj, max(0, w-ansi.StringWidth(head)))
 }
 
 // detail describes the selected write: who (user and agent), its change
@@ -273,7 +274,7 @@ func (h *historyScreen) detail(w, most int) []string {
 		return []string{s.dim.Render(strings.Repeat("─", w))}
 	}
 	x := h.rows[i]
-	first := fmt.Sprintf(" %s  %s %s · code %d · user %s (%s)", stamp(x.NS), x.Writer, withSub(x.Verb, x.Subresource), x.Code, x.User, agent(x.UserAgent))
+	first := fmt.Sprintf(" %s  %s %s · code %d · user %s (%s)", stamp(x.NS), x.Writer, present.Verb(x.Verb, x.Subresource), x.Code, x.User, agent(x.UserAgent))
 	if x.ResourceVersion != "" {
 		first += " · rv " + x.ResourceVersion
 	}
@@ -287,7 +288,7 @@ func (h *historyScreen) detail(w, most int) []string {
 	third := " started its change"
 	switch c := x.Cause; {
 	case c != nil:
-		third = fmt.Sprintf(" caused by %s %s %s at %s (rule %s, %s); hop %s", c.Writer, withSub(c.Verb, c.Subresource),
+		third = fmt.Sprintf(" caused by %s %s %s at %s (rule %s, %s); hop %s", c.Writer, present.Verb(c.Verb, c.Subresource),
 			object(cpid.KindOf("", c.Resource), c.Namespace, c.Name), clock(c.NS), x.Rule, x.Confidence, dur(x.HopNS))
 		if x.Explain != "" {
 			third += " · why: " + string(x.Explain)
@@ -307,7 +308,7 @@ func (h *historyScreen) status() string {
 		return h.crumb()
 	}
 	x := h.rows[i]
-	return fmt.Sprintf("write %d/%d  %s %s", i+1, len(h.rows), x.Writer, withSub(x.Verb, x.Subresource))
+	return fmt.Sprintf("write %d/%d  %s %s", i+1, len(h.rows), x.Writer, present.Verb(x.Verb, x.Subresource))
 }
 
 func (h *historyScreen) help() []key.Binding {

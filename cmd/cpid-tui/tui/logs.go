@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // logLimit bounds the log lines read for one change.
@@ -197,7 +198,7 @@ func (l *logsView) view(w, h int) string {
 		if at >= 0 && r == at {
 			e := l.at
 			lines = append(lines, s.critical.Render(fit(fmt.Sprintf("── ▲ timeline cursor %s %s  %s %s %s ", clock(e.NS), offset(e.NS-lo),
-				e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))+strings.Repeat("─", w), w)))
+				e.Writer, present.Verb(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))+strings.Repeat("─", w), w)))
 			continue
 		}
 		if at >= 0 && r > at {
@@ -290,7 +291,7 @@ func (l *logsView) detail(w, most int) []string {
 	explains := " names no write of the change"
 	if id, ok := l.links[ln.ID]; ok {
 		e := l.write(id)
-		explains = fmt.Sprintf(" → explains %s %s %s at %s (enter shows it on the timeline)", e.Writer, withSub(e.Verb, e.Subresource),
+		explains = fmt.Sprintf(" → explains %s %s %s at %s (enter shows it on the timeline)", e.Writer, present.Verb(e.Verb, e.Subresource),
 			object(e.Kind, e.Namespace, e.Name), offset(e.NS-l.c.row.StartedNS))
 	}
 	return append(out, l.c.a.details(w, 3, most, where, explains, " "+fieldsText(ln.Fields))...)

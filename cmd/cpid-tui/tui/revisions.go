@@ -94,7 +94,7 @@ func (r *revisionsView) apply() {
 	r.shown = r.shown[:0:0]
 	f := strings.ToLower(r.filter)
 	for i, rv := range r.revs {
-		hay := strings.ToLower(strings.Join([]string{rv.Writer, withSub(rv.Verb, rv.Subresource), fmt.Sprint(rv.Code), rv.ResourceVersion,
+		hay := strings.ToLower(strings.Join([]string{rv.Writer, present.Verb(rv.Verb, rv.Subresource), fmt.Sprint(rv.Code), rv.ResourceVersion,
 			rv.ChangeID, rv.CPID}, " "))
 		if f == "" || strings.Contains(hay, f) {
 			r.shown = append(r.shown, i)
@@ -227,7 +227,7 @@ func (r *revisionsView) view(w, h int) string {
 		if j == base {
 			b = "B"
 		}
-		verb := withSub(rv.Verb, rv.Subresource)
+		verb := present.Verb(rv.Verb, rv.Subresource)
 		if rv.Attempt {
 			verb += fmt.Sprintf(" %d", rv.Code)
 		}
@@ -274,19 +274,27 @@ func (r *revisionsView) diffView(cur, base, w, h int) []string {
 	s := &r.c.a.sty
 	rv := r.revs[cur]
 	label := func(x cpid.Revision) string {
-		return fmt.Sprintf("#%d rv %s (%s %s)", x.Seq, x.ResourceVersion, x.Writer, withSub(x.Verb, x.Subresource))
+		return present.Revision(x.Seq, x.ResourceVersion, x.Writer, x.Verb, x.Subresource)
 	}
 	var head string
 	var ops []present.Line
-	switch {
-	case rv.Object == "" && rv.Request != "":
+	change := present.Changed(present.Written{Attempt: rv.Attempt, Verb: rv.Verb, Level: rv.Level, Object: rv.Object, Request: rv.Request}, base >= 0)
+	if change == present.ChangeFailed {
+		// A failed write changed nothing: the view shows what it tried.
+		change = present.ChangeNoObject
+		if rv.Request != "" {
+			change = present.ChangeRequest
+		}
+	}
+	switch change {
+	case present.ChangeRequest:
 		head = fmt.Sprintf(" %s stored no object in the audit log; its request body:", label(rv))
 		for _, l := range present.ObjectLines(rv.Request, r.managed) {
 			ops = append(ops, present.Line{Op: ' ', Text: l})
 		}
-	case rv.Object == "":
+	case present.ChangeDeleted, present.ChangeMetadata, present.ChangeNoObject:
 		head = fmt.Sprintf(" %s has no body in the audit log (Metadata level, or a binding, Scale or Status response)", label(rv))
-	case base < 0:
+	case present.ChangeFirst:
 		head = fmt.Sprintf(" %s: the first stored object, whole", label(rv))
 		for _, l := range present.ObjectLines(rv.Object, r.managed) {
 			ops = append(ops, present.Line{Op: '+', Text: l})
@@ -325,7 +333,7 @@ func (r *revisionsView) status() string {
 	}
 	rv := r.revs[i]
 	return fmt.Sprintf("revision %d/%d  #%d rv %s  %s %s", r.cursor+1, len(r.shown), rv.Seq, rv.ResourceVersion, rv.Writer,
-		withSub(rv.Verb, rv.Subresource))
+		present.Verb(rv.Verb, rv.Subresource))
 }
 
 func (r *revisionsView) help() []key.Binding {

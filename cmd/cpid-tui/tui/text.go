@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -11,34 +10,17 @@ import (
 	"github.com/cpid-dev/cpid/present"
 )
 
-// clock formats a Unix-ns time of day, UTC, to the millisecond.
-func clock(ns int64) string {
-	if ns == 0 {
-		return "-"
-	}
-	return time.Unix(0, ns).UTC().Format("15:04:05.000")
-}
+// clock formats a Unix-ns time of day (present.Clock).
+func clock(ns int64) string { return present.Clock(ns) }
 
-// stamp formats a Unix-ns time with its date.
-func stamp(ns int64) string {
-	if ns == 0 {
-		return "-"
-	}
-	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000 UTC")
-}
+// stamp formats a Unix-ns time with its date (present.Stamp).
+func stamp(ns int64) string { return present.Stamp(ns) }
 
-// dur formats a duration in ns as every view does (Duration).
+// dur formats a duration in ns as every view does (present.Duration).
 func dur(ns int64) string { return present.Duration(ns) }
 
-// offset formats a time since the change started: +36.7ms. A time before
-// it (a client logging before its request reached the apiserver) is said
-// as such, never as "+-".
-func offset(ns int64) string {
-	if ns < 0 {
-		return present.Duration(-ns) + " before"
-	}
-	return "+" + present.Duration(ns)
-}
+// offset formats a time since the change's time zero (present.Offset).
+func offset(ns int64) string { return present.Offset(ns) }
 
 // object formats "Kind namespace/name".
 func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }
@@ -56,29 +38,13 @@ func objectName(kind, ns, name string, w int) string {
 	return fitName(full, w)
 }
 
-// withSub appends "/subresource" to a verb.
-func withSub(verb, sub string) string {
-	if sub == "" {
-		return verb
-	}
-	return verb + "/" + sub
-}
-
 // minIDLength is the fewest characters of an id (a change's, a CPID) a
 // view shows.
-const minIDLength = 8
+const minIDLength = present.MinIDLength
 
 // short abbreviates a CPID or a change's id (a UUID) to the shortest
 // prefix unique in the database (app.idLen, 8 or more), as git does.
-func (a *app) short(cpid string) string { return shortN(cpid, a.idLen) }
-
-// shortN abbreviates id to n characters, minIDLength if fewer.
-func shortN(id string, n int) string {
-	if n = max(n, minIDLength); len(id) > n {
-		return id[:n]
-	}
-	return id
-}
+func (a *app) short(cpid string) string { return present.ShortID(cpid, a.idLen) }
 
 // agent shortens a user agent to its program: "kubectl/v1.35.0 (linux/amd64)
 // kubernetes/abc" is "kubectl".

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // Glyphs of the timeline chart. The critical path has its own, so it shows
@@ -113,7 +114,7 @@ func (t *timelineView) apply(keep int64) {
 // entryText is what the filter looks into: the writer, verb, object, HTTP
 // code, CPID, rule, why it waited, and its anomalies.
 func (t *timelineView) entryText(e cpid.TimelineEntry) string {
-	parts := []string{e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name), fmt.Sprint(e.Code), e.CPID, e.Rule,
+	parts := []string{e.Writer, present.Verb(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name), fmt.Sprint(e.Code), e.CPID, e.Rule,
 		e.Origin, string(e.Explain), string(e.Confidence)}
 	for _, a := range t.anoms[e.EventID] {
 		parts = append(parts, "anomaly", a.Kind)
@@ -156,23 +157,14 @@ func (t *timelineView) lanes() []string {
 	return out
 }
 
-// bounds is the whole change's time range: from the user's request to the
-// last write or span end.
+// bounds is the whole change's time range (present.Extent): from the
+// user's request, or a span begun before it, to the last write or span
+// end.
 func (t *timelineView) bounds() (int64, int64) {
 	if len(t.all) == 0 {
 		return 0, 1
 	}
-	lo, hi := t.all[0].ReceivedNS, t.all[0].NS
-	for _, e := range t.all {
-		lo, hi = min(lo, e.ReceivedNS), max(hi, e.NS)
-	}
-	for _, s := range t.spans {
-		lo, hi = min(lo, s.StartNS), max(hi, s.EndNS)
-	}
-	if hi <= lo {
-		hi = lo + 1
-	}
-	return lo, hi
+	return present.Extent(t.all, t.spans)
 }
 
 // shown is the time window on screen: the whole change divided by the
@@ -424,7 +416,7 @@ func (t *timelineView) lane(name string, w int, x func(int64) int, from, to int6
 func (t *timelineView) listWidths(w int) (writer, verb, obj, hop int) {
 	verb = 6
 	for _, e := range t.ents {
-		v := ansi.StringWidth(withSub(e.Verb, e.Subresource))
+		v := ansi.StringWidth(present.Verb(e.Verb, e.Subresource))
 		if e.Attempt {
 			v += 4
 		}
@@ -455,7 +447,7 @@ func (t *timelineView) row(i, w int, lo int64) string {
 	case e.Critical:
 		g = string(glyphCritical)
 	}
-	verb := withSub(e.Verb, e.Subresource)
+	verb := present.Verb(e.Verb, e.Subresource)
 	if e.Attempt {
 		verb += fmt.Sprintf(" %d", e.Code)
 	}
@@ -508,7 +500,7 @@ func (t *timelineView) detail(w, most int, lo int64) []string {
 	if e.Critical {
 		crit = " · on the critical path"
 	}
-	first := fmt.Sprintf(" %s %s  %s %s %s%s", clock(e.NS), offset(e.NS-lo), e.Writer, withSub(e.Verb, e.Subresource),
+	first := fmt.Sprintf(" %s %s  %s %s %s%s", clock(e.NS), offset(e.NS-lo), e.Writer, present.Verb(e.Verb, e.Subresource),
 		object(e.Kind, e.Namespace, e.Name), crit)
 	if e.Attempt {
 		first += fmt.Sprintf(" · failed %d", e.Code)
@@ -534,7 +526,7 @@ func (t *timelineView) detail(w, most int, lo int64) []string {
 		cause = fmt.Sprintf(" caused by audit event %d (rule %s), visible at %s", e.CauseID, e.Rule, offset(e.CauseNS-lo))
 		for _, c := range t.all {
 			if c.EventID == e.CauseID {
-				cause = fmt.Sprintf(" caused by %s %s %s at %s (rule %s)", c.Writer, withSub(c.Verb, c.Subresource),
+				cause = fmt.Sprintf(" caused by %s %s %s at %s (rule %s)", c.Writer, present.Verb(c.Verb, c.Subresource),
 					object(c.Kind, c.Namespace, c.Name), offset(c.NS-lo), e.Rule)
 			}
 		}
@@ -566,7 +558,7 @@ func (t *timelineView) status() string {
 	if !ok {
 		return "timeline"
 	}
-	return fmt.Sprintf("%d/%d  %s %s %s", t.cursor+1, len(t.ents), e.Writer, withSub(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))
+	return fmt.Sprintf("%d/%d  %s %s %s", t.cursor+1, len(t.ents), e.Writer, present.Verb(e.Verb, e.Subresource), object(e.Kind, e.Namespace, e.Name))
 }
 
 func (t *timelineView) help() []key.Binding {
