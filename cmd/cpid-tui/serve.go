@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"log"
-	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -127,77 +120,29 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 		if bad != "" {
 			return usagef("%s", bad)
 		}
-		var tlsConf *tls.Config
-		if *cert != "" {
-			pair, err := tls.LoadX509KeyPair(*cert, *key)
-			if err != nil {
-				return fmt.Errorf("load TLS key pair: %w", err)
-			}
-			tlsConf = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-			if *clientCA != "" {
-				pem, err := os.ReadFile(*clientCA)
-				if err != nil {
-					return fmt.Errorf("read client CA: %w", err)
-				}
-				pool := x509.NewCertPool()
-				if !pool.AppendCertsFromPEM(pem) {
-					return fmt.Errorf("client CA %s: no PEM certificate", *clientCA)
-				}
-				tlsConf.ClientCAs = pool
-				tlsConf.ClientAuth = tls.VerifyClientCertIfGiven
-			}
-		}
-		var token string
-		if *tokenFile != "" {
-			b, err := os.ReadFile(*tokenFile)
-			if err != nil {
-				return fmt.Errorf("read token file: %w", err)
-			}
-			if token = strings.TrimSpace(string(b)); token == "" {
-				return fmt.Errorf("token file %s is empty", *tokenFile)
-			}
-		}
-		open := token == "" && *clientCA == ""
-		var need string // what a listener beyond loopback lacks
-		switch {
-		case open:
-			need = "authentication (--client-ca, --token-file)"
-		case tlsConf == nil:
-			need = "TLS (--tls-cert, --tls-key)"
-		}
-		if need != "" && !*insecure && !loopback(*listen) {
-			return fmt.Errorf("refusing to listen on %s without %s: anyone who reaches it could write audit events; "+
-				"listen on 127.0.0.1, or pass --insecure to accept that", *listen, need)
-		}
-
 		var mu sync.Mutex
 		notice := func(n ingest.Notice) {
 			mu.Lock()
 			defer mu.Unlock()
 			fmt.Fprintf(e.stderr, "serve: %s\n", n)
 		}
-		ln, err := net.Listen("tcp", *listen)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", *listen, err)
+		m := &ingest.Metrics{}
+		wh := &ingest.Receiver{MaxBody: *maxBody, BodyBudget: *bodyBudget, Redaction: redaction(), Metrics: m, Notice: notice}
+		srv := &ingest.WebhookServer{Receiver: wh, Addr: *listen, CertFile: *cert, KeyFile: *key, ClientCAFile: *clientCA, AllowCN: allowCN,
+			TokenFile: *tokenFile, Insecure: *insecure, MaxConns: *maxConns, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
+			Metrics: metricsHandler(m, "cpid_webhook"), Notice: notice}
+		if err := srv.Listen(); err != nil {
+			return err
 		}
-		// "localhost" could name another address: what counts is the one bound.
-		if a, ok := ln.Addr().(*net.TCPAddr); need != "" && !*insecure && (!ok || !a.IP.IsLoopback()) {
-			ln.Close()
-			return fmt.Errorf("refusing to listen on %s (%s, not loopback) without %s; pass --insecure to accept that", *listen, ln.Addr(), need)
-		}
-		cl := newCapListener(ln, *maxConns, notice)
-		defer cl.Close()
-		var l net.Listener = cl
-		if tlsConf != nil {
-			l = tls.NewListener(cl, tlsConf)
-		}
-
 		db0, err := openDatabase(ctx, db)
 		if err != nil {
+			srv.Close()
 			return err
 		}
 		defer db0.close()
 		st := db0.view(cluster)
+		wh.Sink = st
+		srv.Ready = func(ctx context.Context) error { _, err := db0.clusters(ctx); return err }
 
 		// The budget bounds what the bodies hold; a soft memory limit keeps
 		// the garbage their decoding leaves from doubling the heap before the
@@ -205,86 +150,16 @@ func setupServe(c *cobra.Command, e *env) runFunc {
 		if os.Getenv("GOMEMLIMIT") == "" {
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(2**bodyBudget + 128<<20))
 		}
-		m := &ingest.Metrics{}
-		wh := &ingest.Receiver{Sink: st, Token: token, ClientCerts: *clientCA != "", AllowCN: allowCN, MaxBody: *maxBody,
-			BodyBudget: *bodyBudget, Redaction: redaction(), Metrics: m, Notice: notice}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !wh.Authenticated(r) {
-				http.Error(w, "unauthenticated", http.StatusUnauthorized)
-				return
-			}
-			metricsHandler(m, "cpid_webhook").ServeHTTP(w, r)
-			wh.WriteText(w, "cpid_webhook")
-			cl.writeMetrics(w)
-		}))
-		handleProbes(mux, func(ctx context.Context) error { _, err := db0.clusters(ctx); return err }, notice)
-		mux.Handle("/", wh)
-		handler := cl.track(mux) // at --max-conns, which connections are stalled
-		switch {
-		case open:
-			notice(ingest.Notice{Name: *listen, Reason: "no --client-ca or --token-file: anyone who reaches this address can write audit events"})
-		case *clientCA != "" && len(allowCN) == 0:
-			notice(ingest.Notice{Name: *listen, Reason: "--client-ca without --allow-cn: any certificate that CA signed is accepted"})
-		}
-
-		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: *readTimeout, IdleTimeout: *idleTimeout,
-			ConnState: wh.ConnState, ConnContext: cl.connContext, ErrorLog: log.New(noticeWriter(notice), "", 0)}
-		// On shutdown, reads end at once: a body still coming would otherwise
-		// hold Shutdown until --read-timeout. Only the batches read whole are
-		// still stored and answered.
-		srv.RegisterOnShutdown(wh.Drain)
 		g, ctx := errgroup.WithContext(ctx)
-		g.Go(func() error {
-			if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("serve %s: %w", *listen, err)
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitGrace)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				return fmt.Errorf("shut down: requests still in progress after %s: %w", commitGrace, err)
-			}
-			return nil
-		})
-		notice(ingest.Notice{Name: ln.Addr().String(), Reason: "listening"})
+		g.Go(func() error { return srv.Run(ctx) })
 		if *every > 0 {
 			g.Go(func() error { return reconstructEvery(ctx, st, *every, notice) })
 		}
 		err = g.Wait()
 		fmt.Fprintf(e.stderr, "serve: stopped: %d events received, %d stored, %d duplicates, %d bad, %d batches, %d requests rejected (%d busy), %d stalled connections closed for new ones, %d connections refused\n",
-			m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.Busy(), cl.evicted.Load(), cl.refused.Load())
+			m.Lines.Load(), m.Audits.Load(), m.Dups.Load(), m.Bad.Load(), m.Batches.Load(), m.Rejected.Load(), wh.Busy(), srv.Evicted(), srv.Refused())
 		return err
 	}
-}
-
-// commitGrace is how long shutdown waits for the batches being stored
-// (Receiver.Drain has ended every read).
-const commitGrace = 30 * time.Second
-
-// loopback reports whether addr (host:port) names a loopback address.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// noticeWriter turns the lines net/http logs (TLS handshake errors) into
-// notices.
-type noticeWriter func(ingest.Notice)
-
-func (f noticeWriter) Write(p []byte) (int, error) {
-	f(ingest.Notice{Name: "http", Reason: strings.TrimSpace(string(p))})
-	return len(p), nil
 }
 
 // reconstructEvery brings the derived tables up to date every interval

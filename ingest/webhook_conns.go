@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"context"
@@ -9,13 +9,11 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-
-	"github.com/cpid-dev/cpid/ingest"
 )
 
-// capListener holds at most max connections open (--max-conns). At the
-// cap, a new connection closes the one that has waited longest without
-// completing a request: one stalled in its headers or its body (a slow
+// capListener holds at most max connections open
+// (WebhookServer.MaxConns). At the cap, a new connection closes the one
+// that has waited longest without completing a request: one stalled in its headers or its body (a slow
 // loris, which the read timeouts alone let hold its slot for a minute), or
 // idle since its last answer. So connections that stall cannot lock real
 // senders out: each new one is served, and a stalled one keeps its slot
@@ -29,7 +27,7 @@ import (
 type capListener struct {
 	net.Listener
 	max    int
-	notice func(ingest.Notice)
+	notice func(Notice)
 
 	mu   sync.Mutex
 	open map[*slotConn]struct{}
@@ -40,10 +38,14 @@ type capListener struct {
 	evicted atomic.Int64 // stalled connections closed to make room
 }
 
-func newCapListener(ln net.Listener, max int, notice func(ingest.Notice)) *capListener {
+// newCapListener caps ln at max connections, telling notice what the cap
+// does each time that changes.
+func newCapListener(ln net.Listener, max int, notice func(Notice)) *capListener {
 	return &capListener{Listener: ln, max: max, notice: notice, open: map[*slotConn]struct{}{}}
 }
 
+// Accept returns the next connection, closing a stalled one (or the new
+// one) at the cap.
 func (l *capListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
@@ -67,7 +69,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			l.refused.Add(1)
 			c.Close()
 			if tell {
-				l.notice(ingest.Notice{Name: c.RemoteAddr().String(), Reason: say})
+				l.notice(Notice{Name: c.RemoteAddr().String(), Reason: say})
 			}
 			continue
 		}
@@ -83,7 +85,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if victim != nil {
 			victim.Conn.Close()
 			if tell {
-				l.notice(ingest.Notice{Name: victim.RemoteAddr().String(), Reason: say + " (this one first)"})
+				l.notice(Notice{Name: victim.RemoteAddr().String(), Reason: say + " (this one first)"})
 			}
 		}
 		return sc, nil
@@ -138,6 +140,7 @@ func (c *slotConn) served() {
 	c.l.mu.Unlock()
 }
 
+// slotKey is the context key of a request's slotConn.
 type slotKey struct{}
 
 // connContext is the http.Server's ConnContext: it gives each request's
@@ -167,19 +170,20 @@ func (l *capListener) track(h http.Handler) http.Handler {
 		if r.Body == nil || r.Body == http.NoBody {
 			c.read()
 		} else {
-			r.Body = &readBody{ReadCloser: r.Body, c: c}
+			r.Body = &trackedBody{ReadCloser: r.Body, c: c}
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// readBody marks its connection busy once the body is read to its end.
-type readBody struct {
+// trackedBody marks its connection busy once the body is read to its end.
+type trackedBody struct {
 	io.ReadCloser
 	c *slotConn
 }
 
-func (b *readBody) Read(p []byte) (int, error) {
+// Read reads the body, marking the connection busy at its end.
+func (b *trackedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		b.c.read()
