@@ -65,6 +65,14 @@ func Open(ctx context.Context, dsn string, opts ...cpid.OpenOption) (*Store, err
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
+	// No JIT compilation unless the DSN asks for it: the planner's costs
+	// of the UI filter's subplans (tens of millions on 5M events) are
+	// above jit_above_cost, and compiling the query took 1.5 s of a count
+	// that runs in milliseconds. cpid's queries are lookups and scans of
+	// narrow rows, where the compiled code saves less than it costs.
+	if _, ok := cfg.ConnConfig.RuntimeParams["jit"]; !ok {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	} else {
