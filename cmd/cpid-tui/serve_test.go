@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -157,7 +158,14 @@ func TestServeWebhookTorture(t *testing.T) {
 	pool.AppendCertsFromPEM(caPEM)
 	probe := &tls.Config{RootCAs: pool}
 
-	srv := helper(t, "cpid-tui", serveArgs...)
+	// runServe starts serve; exited is closed once it ended, its error
+	// then in *werr.
+	runServe := func() (srv proc, exited chan struct{}, werr *error) {
+		srv, exited, werr = helper(t, "cpid-tui", serveArgs...), make(chan struct{}), new(error)
+		go func() { *werr = srv.Wait(); close(exited) }()
+		return srv, exited, werr
+	}
+	srv, exited, werr := runServe()
 	waitTLS(t, addr, probe)
 
 	// The events: the fixture's audit events with fresh auditIDs.
@@ -197,15 +205,30 @@ func TestServeWebhookTorture(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Kill and restart serve at random moments while the events flow.
-	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	// Kill and restart serve at random moments while the events flow,
+	// each once serve listens (it says so): counted from its start, the
+	// moment came, on a loaded machine, mostly before it listened, and the
+	// sender gave up on most batches. The moments are random (the seed is
+	// logged): they pace the test and decide nothing.
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill moments: seed %d", seed)
+	rng := mrand.New(mrand.NewPCG(seed, 7))
 	var mu sync.Mutex
 	sent := 0
 	killerDone := make(chan int)
 	go func() {
 		kills := 0
 		for {
-			<-time.After(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+			for !strings.Contains(srv.stderr.String(), "listening") {
+				select {
+				case <-srv.stderr.woken():
+				case <-exited:
+					t.Errorf("serve exited before listening: %v\n%s", *werr, tail(srv.stderr.String(), 2048))
+					killerDone <- kills
+					return
+				}
+			}
+			<-time.After(time.Duration(rng.IntN(300)) * time.Millisecond)
 			mu.Lock()
 			done := sent == n
 			mu.Unlock()
@@ -214,9 +237,9 @@ func TestServeWebhookTorture(t *testing.T) {
 				return
 			}
 			srv.Process.Signal(syscall.SIGKILL)
-			srv.Wait()
+			<-exited
 			kills++
-			srv = helper(t, "cpid-tui", serveArgs...)
+			srv, exited, werr = runServe()
 		}
 	}()
 	// About 3,000 events/s, in the apiserver's pattern of many small calls.
@@ -236,17 +259,17 @@ func TestServeWebhookTorture(t *testing.T) {
 	close(stop)
 	flushed := make(chan struct{})
 	go func() { backend.Shutdown(); close(flushed) }()
-	waitUntil(t, "the webhook backend to deliver its batches", func() bool {
+	waitOn(t, "the webhook backend to deliver its batches", func() bool {
 		select {
 		case <-flushed:
 			return true
 		default:
 			return false
 		}
-	}, nil)
+	}, func() <-chan struct{} { return flushed }, nil)
 	srv.Process.Signal(syscall.SIGTERM)
-	if err := srv.Wait(); err != nil {
-		t.Errorf("serve after SIGTERM: %v", err)
+	if <-exited; *werr != nil {
+		t.Errorf("serve after SIGTERM: %v", *werr)
 	}
 
 	ids, rows, _, _, _ := storedIDs(t, db)
