@@ -29,12 +29,13 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 
 // objectsSQL is Objects' query: the name ("" any), the resources, any
 // group or the group, any namespace or the namespace, the cluster ("" any).
-// The index revisions_objects (migration 0007) answers it alone: reading
-// the writes' rows took 0.2-0.35 s for a Node with 11k writes.
+// The index revisions_objects (migration 0007) answers it alone, grouped
+// in its order (no hash of every write): reading the writes' rows took
+// 0.2-0.35 s for a Node with 11k writes.
 const objectsSQL = `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
 	FROM revisions r WHERE ($1 = '' OR r.name = $1) AND r.resource = ANY($2) AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6)
 	  AND ($7 = '' OR r.cluster = $7)
-	GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name
+	GROUP BY r.resource, r.name, r.namespace, r.api_group, r.cluster
 	ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C", r.name COLLATE "C"`
 
 // ObjectHistory returns the writes of one object (cpid.ChangeReader,
