@@ -364,11 +364,46 @@ func ChangeByPrefix(ctx context.Context, st ChangeReader, id string, limit int) 
 // change's id is its root CPID) and the ids given (those listed, should
 // one be no CPID).
 func IDLength(ctx context.Context, st ChangeReader, min int, listed ...string) (int, error) {
+	if pr, ok := st.(PrefixReader); ok {
+		p, err := pr.CPIDPrefixes(ctx, listed)
+		if err != nil {
+			return 0, fmt.Errorf("read the CPIDs' prefixes: %w", err)
+		}
+		if p.Known {
+			// Two ids in order share no more than any two next to each
+			// other between them: the CPIDs' largest share and the ids
+			// given with their neighbours give what every CPID would.
+			n := UniqueLength(slices.Concat(listed, p.Near), min)
+			if p.Shared >= 0 {
+				n = max(n, p.Shared+1)
+			}
+			return n, nil
+		}
+	}
 	ids, err := st.CPIDs(ctx, "", math.MaxInt32)
 	if err != nil {
 		return 0, fmt.Errorf("read the CPIDs: %w", err)
 	}
 	return UniqueLength(append(ids, listed...), min), nil
+}
+
+// PrefixReader is a ChangeReader that keeps the CPIDs of the merge graph
+// in order with what each shares with the next (SQLite's cpid_ids):
+// IDLength then reads a few of them instead of every one.
+type PrefixReader interface {
+	CPIDPrefixes(ctx context.Context, ids []string) (CPIDPrefixes, error)
+}
+
+// CPIDPrefixes is what IDLength needs of the CPIDs for some ids.
+type CPIDPrefixes struct {
+	// Known is false when the engine cannot tell (IDLength then reads
+	// every CPID).
+	Known bool
+	// Shared is the most characters two CPIDs next to each other in
+	// order start with in common, -1 with fewer than two CPIDs.
+	Shared int
+	// Near holds, for each id, the CPIDs just before and just after it.
+	Near []string
 }
 
 // UniqueLength is the fewest characters, at least min, whose prefixes of

@@ -259,6 +259,16 @@ func (p printableReader) CPIDs(ctx context.Context, prefix string, limit int) ([
 	return printed(p.st.CPIDs(ctx, prefix, limit))
 }
 
+// CPIDPrefixes asks the engine, when it keeps the CPIDs' prefixes
+// (cpid.PrefixReader); Known is false otherwise.
+func (p printableReader) CPIDPrefixes(ctx context.Context, ids []string) (cpid.CPIDPrefixes, error) {
+	pr, ok := p.st.(cpid.PrefixReader)
+	if !ok {
+		return cpid.CPIDPrefixes{}, nil
+	}
+	return printed(pr.CPIDPrefixes(ctx, ids))
+}
+
 func (p printableReader) Spans(ctx context.Context, change string) ([]cpid.SpanRow, error) {
 	return printed(p.st.Spans(ctx, change))
 }

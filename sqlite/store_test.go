@@ -153,22 +153,24 @@ func TestWriteIdempotent(t *testing.T) {
 func dump(t *testing.T, s *Store) string {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := s.r.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+	// A WITHOUT ROWID table (cpid_ids) is read in the order of its key.
+	rows, err := s.r.QueryContext(ctx, `SELECT name, CASE WHEN sql LIKE '%WITHOUT ROWID' THEN '1' ELSE 'rowid' END
+		FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tables []string
+	var tables, orders []string
 	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
+		var n, order string
+		if err := rows.Scan(&n, &order); err != nil {
 			t.Fatal(err)
 		}
-		tables = append(tables, n)
+		tables, orders = append(tables, n), append(orders, order)
 	}
 	rows.Close()
 	var out strings.Builder
-	for _, tb := range tables {
-		printRows(t, s, &out, tb, `SELECT * FROM "`+tb+`" ORDER BY rowid`)
+	for i, tb := range tables {
+		printRows(t, s, &out, tb, `SELECT * FROM "`+tb+`" ORDER BY `+orders[i])
 	}
 	return out.String()
 }
