@@ -1,6 +1,10 @@
 package cpid
 
-import "encoding/json"
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+)
 
 // ObjectKey names an object: the subresource of a write is a write of its
 // object (a binding or a status update changes the Pod). Group is the API
@@ -249,11 +253,14 @@ type Derived struct {
 	// Relabel lists the objects turned to time order whose earlier writes
 	// keep their places: their order_by becomes "time".
 	Relabel map[ObjectKey]bool
+	// Objects are engine states of objects a full rebuild saves as it goes
+	// (an incremental run saves them with its watermark: Watermark.Objects).
+	Objects []ObjectState
 }
 
 // Rows is how many rows d stores, about.
 func (d *Derived) Rows() int {
-	n := len(d.Writes) + len(d.Changes) + len(d.Anomalies) + len(d.Spans)
+	n := len(d.Writes) + len(d.Changes) + len(d.Anomalies) + len(d.Spans) + len(d.Objects)
 	for _, m := range d.Mergelogs {
 		n += 1 + len(m.Sources)
 	}
@@ -296,3 +303,36 @@ func (r *MergelogRows) Add(id int64, m Mergelog, src string) (done Mergelog, ok 
 
 // Last returns the mergelog of the last rows, if any.
 func (r *MergelogRows) Last() (Mergelog, bool) { return r.cur, r.have }
+
+// MergelogRow is one row of a join of mergelogs and their sources: a
+// mergelog without sources has one row with Source "".
+type MergelogRow struct {
+	ID      int64
+	CPID    string
+	TimeNS  int64
+	Service string
+	Origin  Origin
+	Source  string
+	Pos     int64
+}
+
+// MergelogsOf are the rows of a few mergelogs read in no order.
+type MergelogsOf []MergelogRow
+
+// Each sorts the rows by mergelog and source position and calls fn for
+// each mergelog, in the order they were stored.
+func (rs MergelogsOf) Each(fn func(Mergelog) error) error {
+	slices.SortFunc(rs, func(a, b MergelogRow) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Pos, b.Pos)) })
+	var mr MergelogRows
+	for _, r := range rs {
+		if done, ok := mr.Add(r.ID, Mergelog{CPID: r.CPID, TimeNS: r.TimeNS, Service: r.Service, Origin: r.Origin}, r.Source); ok {
+			if err := fn(done); err != nil {
+				return err
+			}
+		}
+	}
+	if last, ok := mr.Last(); ok {
+		return fn(last)
+	}
+	return nil
+}

@@ -19,13 +19,31 @@ type RecordWriter interface {
 // Watermark is where the last reconstruct run stopped. Writes received up
 // to CutoffNS are final; later ones were derived provisionally and are
 // redone by the next run, which goes on from EngineData, the state of
-// reconstruct's engine at the cutoff.
+// reconstruct's engine at the cutoff, and the objects' states it loads as
+// it meets them (LoadObject).
 type Watermark struct {
 	CutoffNS   int64
 	EventID    int64 // the last audit event id seen
 	LogID      int64 // the last log record id seen
 	HasState   bool
 	EngineData []byte
+	// Objects are the states of the objects the run met, stored with the
+	// watermark (reconstruct_objects) over those of the same keys; the
+	// others stay as an earlier run stored them. Watermark does not read
+	// them back.
+	Objects []ObjectState
+}
+
+// ObjectState is what reconstruct's engine knows of one object, saved by a
+// run and loaded by the next as it meets the object again: an incremental
+// run reads the objects it touches, not every object of the cluster. A
+// key that begins with '#' holds an entry of the engine's memory instead
+// (an owner's latest dependents, a namespace's latest Pod, a change's
+// latest write), read back the same way.
+type ObjectState struct {
+	Key  string // the object's ObjectKey.String(), or #kind/key
+	UID  string // its metadata.uid, "" when not known
+	Data []byte // the engine's encoding
 }
 
 // WriteEvent is a write as the audit log saw it at its last stage: a
@@ -169,6 +187,17 @@ type DerivedStore interface {
 	// of q.StartMarkers, by q.Program) and the writes of q.Leases, in q's
 	// time range, with id at most q.UpToID.
 	ScanEvidence(ctx context.Context, q EvidenceScan, fn func(Evidence) error) error
+	// LoadObject returns the saved state of the object with that key
+	// (ObjectKey.String()), nil when none was saved.
+	LoadObject(ctx context.Context, key string) ([]byte, error)
+	// LoadObjectByUID returns the saved state of an object with that
+	// metadata.uid, nil when none was saved.
+	LoadObjectByUID(ctx context.Context, uid string) ([]byte, error)
+	// ScanMergelogsOf calls fn for the stored mergelogs of cpids final at
+	// the cutoff (as ScanMergelogs), in the order they were stored: an
+	// incremental run loads the part of the merge graph its writes reach
+	// (the CPIDs it meets and their ancestors), not all of it.
+	ScanMergelogsOf(ctx context.Context, cutoffNS int64, cpids []string, fn func(Mergelog) error) error
 	// DeleteMergelogs deletes the mergelogs of cpids and their edges, in one
 	// transaction.
 	DeleteMergelogs(ctx context.Context, cpids []string) error

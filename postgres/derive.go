@@ -229,6 +229,7 @@ func (d *deriveTx) begin(ctx context.Context) error {
 			`DELETE FROM anomalies WHERE cluster = $1`,
 			`DELETE FROM controller_spans WHERE cluster = $1`,
 			`DELETE FROM reconstruct_state WHERE cluster = $1`,
+			`DELETE FROM reconstruct_objects WHERE cluster = $1`,
 		}
 	} else {
 		qs = []string{
@@ -345,9 +346,11 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		return err
 	}
 	if sources.Len() > 0 {
-		return d.tx.SendBatch(ctx, &sources).Close()
+		if err := d.tx.SendBatch(ctx, &sources).Close(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return d.saveObjects(ctx, out.Objects)
 }
 
 // Step commits what is stored so far (cpid.DeriveTx).
@@ -448,6 +451,9 @@ func (d *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 			ON CONFLICT (cluster, key) DO UPDATE SET value = excluded.value`, d.cluster, k, v); err != nil {
 			return err
 		}
+	}
+	if err := d.saveObjects(ctx, w.Objects); err != nil {
+		return fmt.Errorf("save the objects' states: %w", err)
 	}
 	return d.Step(ctx)
 }

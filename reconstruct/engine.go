@@ -13,9 +13,9 @@ import (
 )
 
 // Object is what the engine knows of one object: its identity, the fields
-// the rules read, and its latest writes. It is saved as it is, one JSON
-// line per object (MarshalState): every exported field is saved, under
-// the names of state version 12; the unexported ones are caches.
+// the rules read, and its latest writes. It is saved as it is, as JSON,
+// one row per object (MarshalState): every exported field is saved, under
+// the names of state version 13; the unexported ones are caches.
 type Object struct {
 	Key       cpid.ObjectKey  `json:"Key"`
 	UID       string          `json:"UID,omitempty"`
@@ -197,42 +197,69 @@ type State struct {
 	objects map[cpid.ObjectKey]*Object
 	byUID   map[string]cpid.ObjectKey
 	mem     memory
+	// saved reads the objects an earlier run saved, as they are met (a
+	// restored engine's; nil for one that starts empty); absent and noUID
+	// are the keys and uids it did not find, loadErr its first error.
+	saved   *Saved
+	absent  map[cpid.ObjectKey]bool
+	noUID   map[string]bool
+	loadErr error
 }
 
-// memory is what the engine remembers beside its objects. It is saved as
-// it is (MarshalState: every field, under the names of state version 12),
-// so that a field added here is saved with nothing else to change.
+// memory is what the engine remembers beside its objects. Its maps are
+// saved as they are in the state's head (MarshalState: every field, under
+// the names of state version 13), so that a field added here is saved
+// with nothing else to change; those that grow with the cluster are lazy,
+// saved an entry a row and read back as they are needed.
 type memory struct {
 	// Children holds, per owner UID, the two dependents written last (the
 	// latest first): what an owner's controller reacts to when it writes
 	// the owner's status or replaces a dependent.
-	Children map[string][2]cpid.ObjectKey `json:"Children,omitempty"`
+	Children lazy[[2]cpid.ObjectKey] `json:"-"`
 	// LatestPods holds, per namespace, the Pod written last: what a
 	// PodDisruptionBudget's status counts.
-	LatestPods map[string]cpid.ObjectKey `json:"LatestPods,omitempty"`
+	LatestPods lazy[cpid.ObjectKey] `json:"-"`
 	// Epochs holds the first write of each start of a process that
 	// continued interrupted work (the root of its controller-start
 	// change), by epochKey.
 	Epochs map[string]*Ref `json:"Epochs,omitempty"`
 	// Programs holds when each program (a user agent's) wrote, and
 	// ChangeLast each change's latest write: whether a change was still
-	// going when its controller stopped (Engine.pending). A saved state
-	// leaves out the changes whose last write is older than keepChangeLast
-	// before the newest.
+	// going when its controller stopped (Engine.pending).
 	Programs   map[string]*activity `json:"Programs,omitempty"`
-	ChangeLast map[string]int64     `json:"ChangeLast,omitempty"`
+	ChangeLast lazy[int64]          `json:"-"`
 }
 
+// The prefixes of the lazy parts of memory among the saved objects' keys:
+// an object's key begins with its resource, never with '#'.
+const (
+	prefixChildren   = "#children/"
+	prefixLatestPods = "#latest-pod/"
+	prefixChangeLast = "#change-last/"
+)
+
 func newMemory() memory {
-	return memory{Children: map[string][2]cpid.ObjectKey{}, LatestPods: map[string]cpid.ObjectKey{}, Epochs: map[string]*Ref{},
-		Programs: map[string]*activity{}, ChangeLast: map[string]int64{}}
+	return memory{Children: newLazy[[2]cpid.ObjectKey](prefixChildren), LatestPods: newLazy[cpid.ObjectKey](prefixLatestPods),
+		Epochs: map[string]*Ref{}, Programs: map[string]*activity{}, ChangeLast: newLazy[int64](prefixChangeLast)}
+}
+
+// lazies are the lazy parts of m, to restore and to save.
+func (m *memory) lazies() []interface {
+	restore(*State)
+	save(func(cpid.ObjectState) error) error
+} {
+	return []interface {
+		restore(*State)
+		save(func(cpid.ObjectState) error) error
+	}{&m.Children, &m.LatestPods, &m.ChangeLast}
 }
 
 // LatestDependents returns the dependents of the owner with that UID
 // written last, the latest first, none of them skip.
 func (s *State) LatestDependents(uid string, skip cpid.ObjectKey) []cpid.ObjectKey {
 	var out []cpid.ObjectKey
-	for _, k := range s.mem.Children[uid] {
+	c, _ := s.mem.Children.Get(uid)
+	for _, k := range c {
 		if k != (cpid.ObjectKey{}) && k != skip {
 			out = append(out, k)
 		}
@@ -243,28 +270,57 @@ func (s *State) LatestDependents(uid string, skip cpid.ObjectKey) []cpid.ObjectK
 // wrote records a successful write of o among its owners' dependents.
 func (s *State) wrote(o *Object) {
 	if o.Key.Resource == "pods" && o.Key.Group == "" && o.Key.Name != "" {
-		s.mem.LatestPods[o.Key.Namespace] = o.Key
+		s.mem.LatestPods.Set(o.Key.Namespace, o.Key)
 	}
 	for _, r := range o.OwnerRefs {
 		if r.UID == "" {
 			continue
 		}
-		c := s.mem.Children[r.UID]
+		c, _ := s.mem.Children.Get(r.UID)
 		if c[0] != o.Key {
 			c[0], c[1] = o.Key, c[0]
 		}
-		s.mem.Children[r.UID] = c
+		s.mem.Children.Set(r.UID, c)
 	}
 }
 
 // ByUID finds an object by metadata.uid.
 func (s *State) ByUID(uid string) (cpid.ObjectKey, bool) {
-	k, ok := s.byUID[uid]
-	return k, ok
+	if k, ok := s.byUID[uid]; ok {
+		return k, true
+	}
+	if s.saved == nil || uid == "" || s.noUID[uid] || s.loadErr != nil {
+		return cpid.ObjectKey{}, false
+	}
+	b, err := s.saved.ByUID(uid)
+	if err == nil && b == nil {
+		s.noUID[uid] = true
+		return cpid.ObjectKey{}, false
+	}
+	o, err := s.restored(b, err)
+	if o == nil {
+		return cpid.ObjectKey{}, false
+	}
+	s.byUID[uid] = o.Key
+	return o.Key, true
 }
 
 // Object returns the object of key, nil when the engine has not seen it.
-func (s *State) Object(k cpid.ObjectKey) *Object { return s.objects[k] }
+func (s *State) Object(k cpid.ObjectKey) *Object {
+	if o := s.objects[k]; o != nil {
+		return o
+	}
+	if s.saved == nil || s.absent[k] || s.loadErr != nil {
+		return nil
+	}
+	b, err := s.saved.Object(k.String())
+	if err == nil && b == nil {
+		s.absent[k] = true
+		return nil
+	}
+	o, _ := s.restored(b, err)
+	return o
+}
 
 // Engine turns writes, fed in apiserver order, into Writes, Mergelogs,
 // Changes and Anomalies. It is not safe for concurrent use.
@@ -273,6 +329,9 @@ type Engine struct {
 	Graph *Graph
 	// recorded says, per CPID, which origins already have a mergelog for it.
 	recorded map[string]uint8
+	// graphed holds the CPIDs whose stored mergelogs, and their
+	// ancestors', a restored engine has loaded (ensure).
+	graphed map[string]bool
 	// The tables the engine works by; nil stands for the package's
 	// (Rules, DefaultWindows, Explainers, Ignored). Set them before the
 	// first Process.
@@ -352,14 +411,28 @@ func originBit(o cpid.Origin) uint8 {
 
 // has reports whether a mergelog of that origin was recorded for cpid; a
 // CPID known only as the source of another's mergelog has none.
-func (en *Engine) has(cpid string, o cpid.Origin) bool { return en.recorded[cpid]&originBit(o) != 0 }
+func (en *Engine) has(cpid string, o cpid.Origin) bool {
+	en.ensure(cpid)
+	return en.recorded[cpid]&originBit(o) != 0
+}
 
 // hasAny reports whether any mergelog was recorded for cpid.
-func (en *Engine) hasAny(cpid string) bool { return en.recorded[cpid] != 0 }
+func (en *Engine) hasAny(cpid string) bool {
+	en.ensure(cpid)
+	return en.recorded[cpid] != 0
+}
+
+// maximal is Graph.Maximal of set, with what was stored of its CPIDs.
+func (en *Engine) maximal(set []string) []string {
+	en.ensure(set...)
+	return en.Graph.Maximal(set)
+}
 
 // AddMergelog adds a mergelog read from a controller's log (origin log) or
 // elsewhere to the graph and the output.
 func (en *Engine) AddMergelog(m cpid.Mergelog) error {
+	en.ensure(m.CPID)
+	en.ensure(m.Sources...)
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
@@ -414,7 +487,7 @@ func (en *Engine) Process(e *Event) {
 		e.CPID, e.Ancestors = "", nil
 	}
 	key := e.Key()
-	o := en.objects[key]
+	o := en.Object(key)
 	if o == nil {
 		o = &Object{Key: key}
 		en.objects[key] = o
@@ -476,7 +549,8 @@ func (en *Engine) Process(e *Event) {
 	}
 	o.Trace, o.AnnCPID = e.Traceparent, e.CPID
 	if w.ChangeID != "" {
-		en.mem.ChangeLast[w.ChangeID] = max(en.mem.ChangeLast[w.ChangeID], e.StageNS)
+		last, _ := en.mem.ChangeLast.Get(w.ChangeID)
+		en.mem.ChangeLast.Set(w.ChangeID, max(last, e.StageNS))
 	}
 	delete(o.Failed, w.Writer.Name) // retried: the failure is explained
 	if en.epoch != "" {
@@ -547,7 +621,7 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 	for i := range rules {
 		rule := &rules[i]
 		for _, k := range rule.Causes(e, o, &en.State) {
-			c := en.objects[k]
+			c := en.Object(k)
 			if c == nil {
 				continue
 			}
@@ -562,7 +636,7 @@ func (en *Engine) causes(e *Event, o *Object) []cause {
 			// (the namespace controller emptying a namespace) stands for
 			// the delete of every object it held: the audit log has one
 			// event for the collection, none for each object.
-			if coll := en.objects[collectionOf(k)]; coll != nil && k.Name != "" && !(e.Verb == "create" && e.Subresource == "" && k == o.Key) {
+			if coll := en.Object(collectionOf(k)); coll != nil && k.Name != "" && !(e.Verb == "create" && e.Subresource == "" && k == o.Key) {
 				if cr := coll.observed(e.ReceivedNS); cr != nil && (r == nil || cr.ReceivedNS > r.StageNS) {
 					r = cr
 				}
@@ -692,7 +766,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 	if e.CPID != "" && e.CPID != prevCPID && !w.Attempt {
 		w.CPID, w.CPIDOrigin = e.CPID, "annotation"
 		if !en.has(e.CPID, cpid.OriginAnnotation) && (len(e.Ancestors) > 0 || !en.hasAny(e.CPID)) {
-			src := en.Graph.Maximal(e.Ancestors)
+			src := en.maximal(e.Ancestors)
 			en.emit(e, cpid.Mergelog{CPID: e.CPID, Sources: src, TimeNS: e.StageNS, Service: w.Writer.Name, Origin: cpid.OriginAnnotation})
 		}
 		return joined
@@ -709,7 +783,7 @@ func (en *Engine) decide(e *Event, o *Object, w *cpid.Write, causes []cause) roo
 			set = append(set, c.ref.CPID)
 		}
 	}
-	maximal := en.Graph.Maximal(set)
+	maximal := en.maximal(set)
 	switch {
 	case len(maximal) == 0:
 		w.CPIDOrigin = "background"
@@ -740,6 +814,8 @@ func oneChange(causes []cause, change string) bool {
 }
 
 func (en *Engine) emit(e *Event, m cpid.Mergelog) {
+	en.ensure(m.CPID)
+	en.ensure(m.Sources...)
 	if err := en.Graph.Add(m); err != nil {
 		// Only corrupt input can close a cycle (CPIDs are random): say so.
 		en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "merge-cycle", EventID: e.ID, Key: e.Key(),

@@ -524,7 +524,8 @@ func (en *Engine) pending(e *Event, r *Ref, start int64) bool {
 	if last == 0 || r.Change == "" {
 		return r.Change != ""
 	}
-	return max(en.mem.ChangeLast[r.Change], r.StageNS) >= last-int64(informer)
+	changeLast, _ := en.mem.ChangeLast.Get(r.Change)
+	return max(changeLast, r.StageNS) >= last-int64(informer)
 }
 
 // UnexplainedHops counts the writes kept in their changes after a hop past

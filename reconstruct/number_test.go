@@ -83,12 +83,13 @@ func TestNumberMatchesOrderRevisions(t *testing.T) {
 			en.Process(e)
 		}
 		apply(en.Drain())
-		state, err := en.MarshalState()
+		var saved savedIn
+		state, err := en.MarshalState(saved.emit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		en = NewEngine()
-		if err := en.RestoreState(state); err != nil {
+		if err := en.RestoreState(state, saved.saved()); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range evs[cut:] {

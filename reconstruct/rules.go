@@ -171,7 +171,7 @@ var Rules = []Rule{
 			if wr := w.Writer().Name; o.Key.Resource != "poddisruptionbudgets" || wr != DisruptionController && wr != APIServer {
 				return nil
 			}
-			if k, ok := s.mem.LatestPods[o.Key.Namespace]; ok {
+			if k, ok := s.mem.LatestPods.Get(o.Key.Namespace); ok {
 				return []cpid.ObjectKey{k}
 			}
 			return nil

@@ -166,11 +166,17 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		case lastEvent == w.EventID && lastLog == w.LogID:
 			return res, nil
 		default:
-			if err := en.RestoreState(w.EngineData); err != nil {
+			cutoff := w.CutoffNS
+			saved := Saved{
+				Object: func(key string) ([]byte, error) { return st.LoadObject(ctx, key) },
+				ByUID:  func(uid string) ([]byte, error) { return st.LoadObjectByUID(ctx, uid) },
+				Mergelogs: func(cpids []string, fn func(cpid.Mergelog) error) error {
+					return st.ScanMergelogsOf(ctx, cutoff, cpids, fn)
+				},
+			}
+			if err := en.RestoreState(w.EngineData, saved); err != nil {
 				res.Full, res.Why = true, err.Error()
 				en = opt.engine()
-			} else if err := st.ScanMergelogs(ctx, w.CutoffNS, en.RestoreMergelog); err != nil {
-				return res, err
 			}
 		}
 	}
@@ -260,19 +266,24 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if family == nil {
 		family = func(p string) string { return p }
 	}
-	snapshot, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: en.ignoredList(), Bodies: bodiedList()},
-		family, cutoff, opt.StepRows, func(ctx context.Context, d cpid.Derived) error {
+	snapshot, objects, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: en.ignoredList(), Bodies: bodiedList()},
+		family, cutoff, opt.StepRows, res.Full, func(ctx context.Context, d cpid.Derived) error {
 			res.count(&d)
 			return sv.save(ctx, &d)
 		})
 	if err != nil {
 		return res, err
 	}
+	if err := en.LoadErr(); err != nil {
+		// As for evidence: nothing is committed past the last step.
+		return res, fmt.Errorf("read the last run's state: %w", err)
+	}
 	if en.evidenceErr != nil {
 		// Nothing is committed past the last step: the next run redoes it.
 		return res, fmt.Errorf("read evidence: %w", en.evidenceErr)
 	}
-	if err := sv.finish(ctx, cpid.Watermark{CutoffNS: cutoff, EventID: lastEvent, LogID: lastLog, EngineData: snapshot}); err != nil {
+	if err := sv.finish(ctx, cpid.Watermark{CutoffNS: cutoff, EventID: lastEvent, LogID: lastLog, EngineData: snapshot,
+		Objects: objects}); err != nil {
 		return res, err
 	}
 	res.Warnings = blindWarnings(en.Bodies)
@@ -307,9 +318,12 @@ func (r *Report) count(d *cpid.Derived) {
 // both cores work: the scan of the writes, the decoding of the bodies the
 // rules read (Event.Digest), and the engine, each in its own goroutine,
 // handing batches on; save (the store) is the fourth. It returns the
-// engine's state at the cutoff.
+// engine's state at the cutoff: a full rebuild saves its objects' states
+// as it goes (cpid.Derived.Objects), an incremental run returns those it
+// met, stored with the watermark so that a run that stops halfway leaves
+// the states of the last one.
 func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.WriteScan, family func(string) string,
-	cutoff int64, stepRows int, save func(context.Context, cpid.Derived) error) ([]byte, error) {
+	cutoff int64, stepRows int, full bool, save func(context.Context, cpid.Derived) error) ([]byte, []cpid.ObjectState, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan []*Event, 4)
 	var badOwners, badAncestors BadInput // the scan's, read once it ended
@@ -379,6 +393,22 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 		return nil
 	})
 	var snapshot []byte
+	var objects []cpid.ObjectState
+	marshal := func() (err error) {
+		snapshot, err = en.MarshalState(func(chunk []cpid.ObjectState) error {
+			if !full {
+				objects = append(objects, chunk...)
+				return nil
+			}
+			select {
+			case outs <- cpid.Derived{Objects: chunk}:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+		return err
+	}
 	every := drainEvery
 	if stepRows > 0 {
 		every = min(every, stepRows)
@@ -389,8 +419,7 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 		for b := range digested {
 			for _, ev := range b {
 				if snapshot == nil && ev.ReceivedNS > cutoff {
-					var err error
-					if snapshot, err = en.MarshalState(); err != nil {
+					if err := marshal(); err != nil {
 						return err
 					}
 				}
@@ -409,8 +438,7 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 			return err
 		}
 		if snapshot == nil {
-			var err error
-			if snapshot, err = en.MarshalState(); err != nil {
+			if err := marshal(); err != nil {
 				return err
 			}
 		}
@@ -423,7 +451,7 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 	})
 	err := g.Wait()
 	en.BadOwnerRefs, en.BadAncestors = badOwners, badAncestors
-	return snapshot, err
+	return snapshot, objects, err
 }
 
 // fromStore fills ev from a stored write. Owner references and CPID

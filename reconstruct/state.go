@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
-	"time"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/klauspost/compress/zstd"
@@ -16,8 +14,9 @@ import (
 // saved state of another version is not restored (the caller rebuilds).
 // The saved form is memory and Object as they are: a field added to either
 // is saved (TestStateRoundTrip fills every one); renaming or retyping one
-// changes the version.
-const stateVersion = 12
+// changes the version. Version 13 saves each object in a row of its own
+// (cpid.ObjectState) where 12 saved them after the head.
+const stateVersion = 13
 
 // savedHead is the first line of a saved state: its version, the setting
 // of the run that saved it, and the engine's memory.
@@ -31,30 +30,44 @@ type savedHead struct {
 // zstdMagic starts every zstd frame, and so a saved state (MarshalState).
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
-// keepChangeLast is how long a change's last write is kept in the saved
-// state: a process silent for longer has nothing pending.
-const keepChangeLast = 24 * time.Hour
+// objectChunk is how many objects' states MarshalState hands on at once.
+const objectChunk = 512
 
-// MarshalState saves what the engine knows of objects, so that a later run
-// can go on where this one stopped. The graph is not included: it is
-// rebuilt from the stored mergelogs with RestoreMergelog.
+// MarshalState saves what the engine knows, so that a later run can go on
+// where this one stopped: the state without its objects, returned, and
+// each object's state (cpid.ObjectState), then each entry of the lazy
+// parts of its memory, handed to emit in chunks, in key order. A restored
+// engine hands on the objects and entries it met since it was restored,
+// the others keep what was saved before. The graph is not
+// included: a restored engine loads the stored mergelogs it needs
+// (Saved.Ancestors).
 //
-// The saved form is zstd-compressed JSON lines: the state without its
-// objects, then one line per object, sorted by key so that the same state
-// always saves to the same bytes. Objects are encoded one at a time, so a
-// run never holds the whole state twice (on 1M synthetic events, the
-// state's JSON was 22 MB, 53 MB of buffers to marshal at once).
-func (en *Engine) MarshalState() ([]byte, error) {
+// The head is zstd-compressed JSON; each object is JSON, encoded one at a
+// time, so that a run never holds the whole state twice.
+func (en *Engine) MarshalState(emit func([]cpid.ObjectState) error) ([]byte, error) {
 	head := savedHead{Version: stateVersion, IgnoreCPIDs: en.IgnoreCPIDs, memory: en.mem}
-	var newest int64
-	for _, ns := range en.mem.ChangeLast {
-		newest = max(newest, ns)
+	var out bytes.Buffer
+	zw, err := zstd.NewWriter(&out, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		return nil, err
 	}
-	head.ChangeLast = make(map[string]int64, len(en.mem.ChangeLast))
-	for c, ns := range en.mem.ChangeLast {
-		if ns >= newest-int64(keepChangeLast) {
-			head.ChangeLast[c] = ns
+	if err := json.NewEncoder(zw).Encode(head); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	var chunk []cpid.ObjectState
+	add := func(o cpid.ObjectState) error {
+		if chunk == nil {
+			chunk = make([]cpid.ObjectState, 0, objectChunk)
 		}
+		if chunk = append(chunk, o); len(chunk) == objectChunk {
+			err := emit(chunk)
+			chunk = nil
+			return err
+		}
+		return nil
 	}
 	objs := make([]*Object, 0, len(en.objects))
 	keys := make([]string, 0, len(en.objects))
@@ -62,23 +75,25 @@ func (en *Engine) MarshalState() ([]byte, error) {
 		objs, keys = append(objs, o), append(keys, o.Key.String())
 	}
 	sort.Sort(byKey{objs, keys})
-	var out bytes.Buffer
-	zw, err := zstd.NewWriter(&out, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		return nil, err
-	}
-	enc := json.NewEncoder(zw)
-	if err := enc.Encode(head); err != nil {
-		return nil, err
-	}
-	for _, o := range objs {
+	for i, o := range objs {
 		o.tolerated() // the summary is saved, not the spec
-		if err := enc.Encode(o); err != nil {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("save reconstruct state: object %s: %w", keys[i], err)
+		}
+		if err := add(cpid.ObjectState{Key: keys[i], UID: o.UID, Data: b}); err != nil {
 			return nil, err
 		}
 	}
-	if err := zw.Close(); err != nil {
-		return nil, err
+	for _, l := range en.mem.lazies() {
+		if err := l.save(add); err != nil {
+			return nil, err
+		}
+	}
+	if len(chunk) > 0 {
+		if err := emit(chunk); err != nil {
+			return nil, err
+		}
 	}
 	return out.Bytes(), nil
 }
@@ -96,8 +111,20 @@ func (b byKey) Swap(i, j int) {
 	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
 
-// RestoreState loads a state saved by MarshalState into a new engine.
-func (en *Engine) RestoreState(b []byte) error {
+// Saved reads what earlier runs stored, as a restored engine meets it
+// (cpid.DerivedStore's LoadObject, LoadObjectByUID and ScanMergelogsOf):
+// an object's state by its key (ObjectKey.String()) or its uid, nil when
+// none was saved, and the stored mergelogs of some CPIDs.
+type Saved struct {
+	Object    func(key string) ([]byte, error)
+	ByUID     func(uid string) ([]byte, error)
+	Mergelogs func(cpids []string, fn func(cpid.Mergelog) error) error
+}
+
+// RestoreState loads a state saved by MarshalState into a new engine: the
+// head now, the objects and the merge graph from saved as the engine meets
+// them. An error in reading them later is the engine's LoadErr.
+func (en *Engine) RestoreState(b []byte, saved Saved) error {
 	var head savedHead
 	if !bytes.HasPrefix(b, zstdMagic) {
 		// A state saved before version 12: plain JSON, restored only to
@@ -112,9 +139,8 @@ func (en *Engine) RestoreState(b []byte) error {
 		return fmt.Errorf("restore reconstruct state: %w", err)
 	}
 	defer zr.Close()
-	dec := json.NewDecoder(zr)
 	head.memory = newMemory()
-	if err := dec.Decode(&head); err != nil {
+	if err := json.NewDecoder(zr).Decode(&head); err != nil {
 		return fmt.Errorf("restore reconstruct state: %w", err)
 	}
 	if head.Version != stateVersion {
@@ -123,21 +149,77 @@ func (en *Engine) RestoreState(b []byte) error {
 	if head.IgnoreCPIDs != en.IgnoreCPIDs {
 		return fmt.Errorf("the last run was made with --ignore-cpids=%t", head.IgnoreCPIDs)
 	}
-	for {
+	en.mem = head.memory
+	en.saved = &saved
+	for _, l := range en.mem.lazies() {
+		l.restore(&en.State)
+	}
+	en.absent, en.noUID, en.graphed = map[cpid.ObjectKey]bool{}, map[string]bool{}, map[string]bool{}
+	return nil
+}
+
+// LoadErr is the first error in reading what an earlier run saved (Saved),
+// nil when there was none: a run that met one must not store what it
+// derived.
+func (en *Engine) LoadErr() error { return en.loadErr }
+
+// restored makes the object of a saved state the engine's (or returns the
+// engine's own, when it met that object already); nil with the error when
+// it cannot be read.
+func (s *State) restored(b []byte, err error) (*Object, error) {
+	if err == nil {
 		o := &Object{}
-		if err := dec.Decode(o); err == io.EOF {
-			break
-		} else if err != nil {
-			return fmt.Errorf("restore reconstruct state: object %d: %w", len(en.objects)+1, err)
+		if err = json.Unmarshal(b, o); err == nil {
+			if cur := s.objects[o.Key]; cur != nil {
+				return cur, nil
+			}
+			o.tolDone = true // its TolSummary was saved
+			s.objects[o.Key] = o
+			if o.UID != "" {
+				if _, ok := s.byUID[o.UID]; !ok {
+					s.byUID[o.UID] = o.Key
+				}
+			}
+			return o, nil
 		}
-		o.tolDone = true // its TolSummary was saved
-		en.objects[o.Key] = o
-		if o.UID != "" {
-			en.byUID[o.UID] = o.Key
+		err = fmt.Errorf("restore reconstruct state: an object: %w", err)
+	}
+	if s.loadErr == nil {
+		s.loadErr = err
+	}
+	return nil, err
+}
+
+// ensure loads the stored mergelogs of cpids and of their ancestors into
+// the graph of a restored engine, once per CPID, before the engine reads
+// or adds to the graph with them: a level of ancestors a query.
+func (en *Engine) ensure(cpids ...string) {
+	if en.saved == nil || en.saved.Mergelogs == nil {
+		return
+	}
+	var need []string
+	for _, c := range cpids {
+		if c != "" && !en.graphed[c] {
+			en.graphed[c] = true
+			need = append(need, c)
 		}
 	}
-	en.mem = head.memory
-	return nil
+	for len(need) > 0 && en.loadErr == nil {
+		var next []string
+		err := en.saved.Mergelogs(need, func(m cpid.Mergelog) error {
+			for _, s := range m.Sources {
+				if !en.graphed[s] {
+					en.graphed[s] = true
+					next = append(next, s)
+				}
+			}
+			return en.RestoreMergelog(m)
+		})
+		if err != nil {
+			en.loadErr = fmt.Errorf("restore the merge graph: %w", err)
+		}
+		need = next
+	}
 }
 
 // RestoreMergelog adds a stored mergelog to the graph without emitting it again.

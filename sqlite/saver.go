@@ -104,7 +104,8 @@ func (s *Store) Derive(ctx context.Context, m cpid.DeriveMode) (cpid.DeriveTx, e
 var _ cpid.DerivedStore = (*Store)(nil)
 
 // derivedTables are the tables reconstruct fills.
-var derivedTables = []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state"}
+var derivedTables = []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state",
+	"reconstruct_objects"}
 
 // dropIndexes drops the indexes of the derived tables that have SQL (not
 // those of PRIMARY KEY and inline UNIQUE constraints) and returns it.
@@ -394,7 +395,7 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 			return err
 		}
 	}
-	return nil
+	return sv.saveObjects(ctx, out.Objects)
 }
 
 // Step commits what is stored so far (cpid.DeriveTx); the next Save opens
@@ -564,6 +565,9 @@ func (sv *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 			sv.cluster, k, v); err != nil {
 			return err
 		}
+	}
+	if err := sv.saveObjects(ctx, w.Objects); err != nil {
+		return fmt.Errorf("save the objects' states: %w", err)
 	}
 	return sv.commit()
 }

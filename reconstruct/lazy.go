@@ -1,0 +1,80 @@
+package reconstruct
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cpid-dev/cpid"
+)
+
+// lazy is a part of the engine's memory that grows with the cluster (one
+// entry per owner, namespace or change): it is saved an entry a row, as
+// objects are (cpid.ObjectState, under its prefix and the entry's key), and
+// a restored engine reads an entry when it first needs it, so that an
+// incremental run does not read, or save again, every entry.
+type lazy[V any] struct {
+	prefix string
+	m      map[string]V
+	// state, when set, reads the saved entries (a restored engine's);
+	// absent holds the keys it did not find.
+	state  *State
+	absent map[string]bool
+}
+
+func newLazy[V any](prefix string) lazy[V] { return lazy[V]{prefix: prefix, m: map[string]V{}} }
+
+// Get returns the entry of k.
+func (l *lazy[V]) Get(k string) (V, bool) {
+	if v, ok := l.m[k]; ok {
+		return v, true
+	}
+	var zero V
+	s := l.state
+	if s == nil || l.absent[k] || s.loadErr != nil {
+		return zero, false
+	}
+	b, err := s.saved.Object(l.prefix + k)
+	if err == nil && b == nil {
+		l.absent[k] = true
+		return zero, false
+	}
+	var v V
+	if err == nil {
+		if err = json.Unmarshal(b, &v); err != nil {
+			err = fmt.Errorf("restore reconstruct state: %s%s: %w", l.prefix, k, err)
+		}
+	}
+	if err != nil {
+		if s.loadErr == nil {
+			s.loadErr = err
+		}
+		return zero, false
+	}
+	l.m[k] = v
+	return v, true
+}
+
+// Set sets the entry of k.
+func (l *lazy[V]) Set(k string, v V) { l.m[k] = v }
+
+// restore makes l read the entries saved before from s.
+func (l *lazy[V]) restore(s *State) {
+	l.state, l.absent = s, map[string]bool{}
+}
+
+// save hands on the entries this engine met (all of them, unless it was
+// restored), in key order, in chunks to emit.
+func (l *lazy[V]) save(emit func(cpid.ObjectState) error) error {
+	for _, k := range slices.Sorted(maps.Keys(l.m)) {
+		b, err := json.Marshal(l.m[k])
+		if err != nil {
+			return fmt.Errorf("save reconstruct state: %s%s: %w", l.prefix, k, err)
+		}
+		if err := emit(cpid.ObjectState{Key: l.prefix + k, Data: b}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
