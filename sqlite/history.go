@@ -15,6 +15,26 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	if len(q.Resources) == 0 {
 		return nil, nil
 	}
+	query, args := s.objectsSQL(q)
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
+	}
+	defer rows.Close()
+	var out []cpid.ObjectMatch
+	for rows.Next() {
+		var m cpid.ObjectMatch
+		if err := rows.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Name, &m.Writes, &m.FirstNS, &m.LastNS); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// objectsSQL is Objects' query: the index revisions_object alone answers
+// it (migration 0014), not each write's row.
+func (s *Store) objectsSQL(q cpid.ObjectQuery) (string, []any) {
 	conds := []string{`r.resource IN (` + placeholders(len(q.Resources)) + `)`}
 	args := strArgs(q.Resources)
 	if q.Name != "" {
@@ -29,22 +49,9 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	if s.cluster != "" {
 		conds, args = append(conds, `r.cluster = ?`), append(args, s.cluster)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
-		FROM revisions r WHERE `+strings.Join(conds, " AND ")+`
-		GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name ORDER BY 1, 2, 3, 4, 5`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
-	}
-	defer rows.Close()
-	var out []cpid.ObjectMatch
-	for rows.Next() {
-		var m cpid.ObjectMatch
-		if err := rows.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Name, &m.Writes, &m.FirstNS, &m.LastNS); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
+		FROM revisions r WHERE ` + strings.Join(conds, " AND ") + `
+		GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name ORDER BY 1, 2, 3, 4, 5`, args
 }
 
 // ObjectHistory returns the writes of one object (cpid.ChangeReader,
