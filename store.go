@@ -295,7 +295,8 @@ type OpenOptions struct {
 	// every other open uses: its queries run two to three times faster.
 	// Two copies of SQLite in one process do not see each other's POSIX
 	// locks, so only a process that opens the file once (a reconstruct
-	// run) asks for it. Ignored by PostgreSQL and by builds without cgo.
+	// run, a tailer) asks for it. Ignored by PostgreSQL and by builds
+	// without cgo.
 	Native bool
 }
 
