@@ -9,15 +9,22 @@ import (
 	"testing"
 )
 
-// TestDocComments: every exported identifier of this package (a type, a
-// function, a method of an exported type, a constant, a variable) has a
-// doc comment, its own or its group's. The package is the vocabulary the
-// others read first.
+// TestDocComments: every exported identifier of this package and of present
+// and report (a type, a function, a method of an exported type, a
+// constant, a variable) has a doc comment, its own or its group's. The
+// package is the vocabulary the others read first; present and report are
+// what the front ends share.
 func TestDocComments(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	// The root package and the top-level packages others import for
+	// what they say to people (present, report).
+	var files []string
+	for _, pattern := range []string{"*.go", "present/*.go", "report/*.go"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
 	}
 	fset := token.NewFileSet()
 	for _, name := range files {
