@@ -97,25 +97,29 @@ func dbCounts(t *testing.T, db *sql.DB) map[[2]string]int {
 	return m
 }
 
-// dumpDB renders every row of every table, in rowid order (of
+// dumpDB renders every row of every table, in rowid order (a WITHOUT
+// ROWID table's, such as cpid_ids, in the order of its key; of
 // schema_migrations, not when each was applied): two databases with the
 // same dump hold the same records with the same ids.
 func dumpDB(t *testing.T, db *sql.DB) string {
 	t.Helper()
-	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+	rows, err := db.Query(`SELECT name, CASE WHEN sql LIKE '%WITHOUT ROWID' THEN '1' ELSE 'rowid' END
+		FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tables []string
+	var tables, orders []string
 	for rows.Next() {
-		var n string
-		rows.Scan(&n)
-		tables = append(tables, n)
+		var n, order string
+		if err := rows.Scan(&n, &order); err != nil {
+			t.Fatal(err)
+		}
+		tables, orders = append(tables, n), append(orders, order)
 	}
 	rows.Close()
 	var out strings.Builder
-	for _, tb := range tables {
-		q := `SELECT * FROM "` + tb + `" ORDER BY rowid`
+	for i, tb := range tables {
+		q := `SELECT * FROM "` + tb + `" ORDER BY ` + orders[i]
 		if tb == "schema_migrations" {
 			q = `SELECT version, name FROM schema_migrations ORDER BY version` // not when they were applied
 		}
