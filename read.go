@@ -406,6 +406,28 @@ type CPIDPrefixes struct {
 	Near []string
 }
 
+// CPIDSharedCap is the most characters the engines' cpid_ids tables count
+// two CPIDs next to each other share (their triggers, SQLite's migration
+// 0013 and PostgreSQL's 0007): a CPID that shares that many with the next
+// may share more, and IDLength then counts from the CPIDs themselves.
+const CPIDSharedCap = 40
+
+// PrefixesOf is what an engine's cpid_ids tells of the CPIDs: the largest
+// count it holds (nil for none) and how many CPIDs it holds, up to 2. ok
+// is false when that cannot tell the length (Known stays false); the
+// engine then reads Near, the CPIDs on either side of each id.
+func PrefixesOf(shared *int, n int) (p CPIDPrefixes, ok bool) {
+	p.Shared = -1
+	if n > 1 && shared != nil {
+		p.Shared = *shared
+	}
+	if p.Shared >= CPIDSharedCap {
+		return p, false
+	}
+	p.Known = true
+	return p, true
+}
+
 // UniqueLength is the fewest characters, at least min, whose prefixes of
 // ids are all different: one more than the longest prefix two of them
 // share (neighbours once sorted). An id that starts another is shown

@@ -49,3 +49,27 @@ func TestUniqueLength(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixesOf: what an engine's cpid_ids tells of the CPIDs, and when
+// it cannot tell (the count reached the cap: IDLength reads the CPIDs).
+func TestPrefixesOf(t *testing.T) {
+	t.Parallel()
+	n := func(i int) *int { return &i }
+	for _, c := range []struct {
+		shared *int
+		count  int
+		want   int
+		ok     bool
+	}{
+		{nil, 0, -1, true},
+		{n(0), 1, -1, true},
+		{n(9), 2, 9, true},
+		{n(cpid.CPIDSharedCap - 1), 2, cpid.CPIDSharedCap - 1, true},
+		{n(cpid.CPIDSharedCap), 2, cpid.CPIDSharedCap, false},
+	} {
+		p, ok := cpid.PrefixesOf(c.shared, c.count)
+		if ok != c.ok || p.Shared != c.want || p.Known != c.ok {
+			t.Errorf("PrefixesOf(%v, %d) = %+v, %v; want Shared %d, ok %v", c.shared, c.count, p, ok, c.want, c.ok)
+		}
+	}
+}

@@ -7,11 +7,6 @@ import (
 	"github.com/cpid-dev/cpid"
 )
 
-// cpidSharedCap is the most characters cpid_ids counts (migration 0007): a
-// CPID that shares that many with the next may share more, and IDLength
-// then counts from the CPIDs themselves.
-const cpidSharedCap = 40
-
 var _ cpid.PrefixReader = (*Store)(nil)
 
 // CPIDPrefixes reads cpid_ids, which the triggers of mergelogs and
@@ -31,11 +26,8 @@ func (s *Store) CPIDPrefixes(ctx context.Context, ids []string) (cpid.CPIDPrefix
 			(SELECT count(*) FROM (SELECT 1 FROM cpid_ids ORDER BY cpid LIMIT 2) two)`).Scan(&shared, &n); err != nil {
 			return err
 		}
-		p.Shared = -1
-		if n > 1 {
-			p.Shared = *shared
-		}
-		if p.Shared >= cpidSharedCap {
+		var ok bool
+		if p, ok = cpid.PrefixesOf(shared, n); !ok {
 			return nil
 		}
 		if len(ids) > 0 {
@@ -48,7 +40,6 @@ func (s *Store) CPIDPrefixes(ctx context.Context, ids []string) (cpid.CPIDPrefix
 			}
 			p.Near = near
 		}
-		p.Known = true
 		return nil
 	})
 	if err != nil {

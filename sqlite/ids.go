@@ -7,11 +7,6 @@ import (
 	"github.com/cpid-dev/cpid"
 )
 
-// cpidSharedCap is the most characters the triggers of cpid_ids count
-// (migration 0013): a CPID that shares that many with the next may share
-// more, and IDLength then counts from the CPIDs themselves.
-const cpidSharedCap = 40
-
 // CPIDPrefixes reads cpid_ids, which the triggers of mergelogs and
 // mergelog_sources keep (cpid.PrefixReader): the most characters two
 // CPIDs next to each other share, from its index, and the CPIDs on either
@@ -25,11 +20,8 @@ func (s *Store) CPIDPrefixes(ctx context.Context, ids []string) (cpid.CPIDPrefix
 			(SELECT count(*) FROM (SELECT 1 FROM cpid_ids LIMIT 2))`).Scan(&shared, &n); err != nil {
 			return err
 		}
-		p.Shared = -1
-		if n > 1 {
-			p.Shared = *shared
-		}
-		if p.Shared >= cpidSharedCap {
+		var ok bool
+		if p, ok = cpid.PrefixesOf(shared, n); !ok {
 			return nil
 		}
 		if len(ids) > 0 {
@@ -42,7 +34,6 @@ func (s *Store) CPIDPrefixes(ctx context.Context, ids []string) (cpid.CPIDPrefix
 			}
 			p.Near = near
 		}
-		p.Known = true
 		return nil
 	})
 	if err != nil {

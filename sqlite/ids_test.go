@@ -15,7 +15,7 @@ import (
 
 // checkCPIDIDs compares cpid_ids with the CPIDs of the merge graph
 // counted in Go: every CPID once, with the rows that name it and the
-// characters it shares with the next (cpidSharedCap at most).
+// characters it shares with the next (cpid.CPIDSharedCap at most).
 func checkCPIDIDs(t *testing.T, s *Store, when string) {
 	t.Helper()
 	ctx := context.Background()
@@ -38,7 +38,7 @@ func checkCPIDIDs(t *testing.T, s *Store, when string) {
 	for i, c := range ids {
 		shared := 0
 		if i+1 < len(ids) {
-			shared = min(cpid.UniqueLength([]string{c, ids[i+1]}, 0)-1, cpidSharedCap)
+			shared = min(cpid.UniqueLength([]string{c, ids[i+1]}, 0)-1, cpid.CPIDSharedCap)
 		}
 		want = append(want, strings.Join([]string{c, strconv.Itoa(refs[c]), strconv.Itoa(shared)}, " "))
 	}
@@ -84,7 +84,7 @@ func checkIDLength(t *testing.T, s *Store, when string) {
 // TestCPIDIDs: the triggers of migration 0013 keep cpid_ids as the
 // CPIDs of the merge graph are written, replaced and deleted, and
 // IDLength reads from it the length it counted from every CPID before;
-// past cpidSharedCap characters shared it counts from the CPIDs again.
+// past cpid.CPIDSharedCap characters shared it counts from the CPIDs again.
 func TestCPIDIDs(t *testing.T) {
 	s := ingestFixture(t)
 	ctx := context.Background()
