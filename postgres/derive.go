@@ -221,16 +221,7 @@ func (d *deriveTx) begin(ctx context.Context) error {
 	}
 	var qs []string
 	if d.reset {
-		qs = []string{
-			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = $1)`,
-			`DELETE FROM mergelogs WHERE cluster = $1`,
-			`DELETE FROM revisions WHERE cluster = $1`,
-			`DELETE FROM changes WHERE cluster = $1`,
-			`DELETE FROM anomalies WHERE cluster = $1`,
-			`DELETE FROM controller_spans WHERE cluster = $1`,
-			`DELETE FROM reconstruct_state WHERE cluster = $1`,
-			`DELETE FROM reconstruct_objects WHERE cluster = $1`,
-		}
+		qs = resetSQL
 	} else {
 		qs = []string{
 			`DELETE FROM revisions WHERE stage_ns > $2 AND cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
@@ -464,6 +455,20 @@ func (d *deriveTx) Abort() {
 		d.tx.Rollback(context.Background())
 		d.tx = nil
 	}
+}
+
+// resetSQL deletes everything reconstruct derived and keeps for a cluster
+// ($1): a full rebuild's start, and what expiring its records does (the
+// derived rows refer to the events).
+var resetSQL = []string{
+	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = $1)`,
+	`DELETE FROM mergelogs WHERE cluster = $1`,
+	`DELETE FROM revisions WHERE cluster = $1`,
+	`DELETE FROM changes WHERE cluster = $1`,
+	`DELETE FROM anomalies WHERE cluster = $1`,
+	`DELETE FROM controller_spans WHERE cluster = $1`,
+	`DELETE FROM reconstruct_state WHERE cluster = $1`,
+	`DELETE FROM reconstruct_objects WHERE cluster = $1`,
 }
 
 // ScanEvidence calls fn for the informer starts and leader election lease

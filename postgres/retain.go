@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -67,21 +68,13 @@ func (s *Store) Expire(ctx context.Context, beforeNS int64, dry bool) (Expired, 
 		}
 		// The derived rows refer to the events (keys) and were derived
 		// from them: all of the cluster's go, as a full rebuild deletes
-		// them (deriveTx.begin), and without its watermark
-		// (reconstruct_state) the next run is one, which deletes the rest
-		// of what reconstruct keeps itself.
-		for _, q := range []string{
-			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = $1)`,
-			`DELETE FROM mergelogs WHERE cluster = $1`,
-			`DELETE FROM revisions WHERE cluster = $1`,
-			`DELETE FROM changes WHERE cluster = $1`,
-			`DELETE FROM anomalies WHERE cluster = $1`,
-			`DELETE FROM controller_spans WHERE cluster = $1`,
-			`DELETE FROM reconstruct_state WHERE cluster = $1`,
+		// them (resetSQL), and without its watermark (reconstruct_state)
+		// the next run is a full rebuild.
+		for _, q := range append(slices.Clip(resetSQL),
 			`DELETE FROM audit_body_refs WHERE event_id IN (SELECT id FROM audit_events WHERE cluster = $1 AND received_ns < $2)`,
 			`DELETE FROM audit_events WHERE cluster = $1 AND received_ns < $2`,
 			`DELETE FROM log_records WHERE cluster = $1 AND ts_ns < $2`,
-		} {
+		) {
 			args := []any{cluster}
 			if strings.Contains(q, "$2") {
 				args = append(args, beforeNS)
