@@ -297,7 +297,7 @@ func (s *State) ByUID(uid string) (cpid.ObjectKey, bool) {
 		s.noUID[uid] = true
 		return cpid.ObjectKey{}, false
 	}
-	o, err := s.restored(b, err)
+	o, _ := s.restored(b, err) // an error is kept as loadErr
 	if o == nil {
 		return cpid.ObjectKey{}, false
 	}
@@ -318,7 +318,7 @@ func (s *State) Object(k cpid.ObjectKey) *Object {
 		s.absent[k] = true
 		return nil
 	}
-	o, _ := s.restored(b, err)
+	o, _ := s.restored(b, err) // an error is kept as loadErr
 	return o
 }
 
