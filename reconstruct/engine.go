@@ -243,16 +243,14 @@ func newMemory() memory {
 		Epochs: map[string]*Ref{}, Programs: map[string]*activity{}, ChangeLast: newLazy[int64](prefixChangeLast)}
 }
 
-// lazies are the lazy parts of m, to restore and to save.
-func (m *memory) lazies() []interface {
+// lazyPart is a lazy map of memory, of whatever values.
+type lazyPart interface {
 	restore(*State)
 	save(func(cpid.ObjectState) error) error
-} {
-	return []interface {
-		restore(*State)
-		save(func(cpid.ObjectState) error) error
-	}{&m.Children, &m.LatestPods, &m.ChangeLast}
 }
+
+// lazies are the lazy parts of m, to restore and to save.
+func (m *memory) lazies() []lazyPart { return []lazyPart{&m.Children, &m.LatestPods, &m.ChangeLast} }
 
 // LatestDependents returns the dependents of the owner with that UID
 // written last, the latest first, none of them skip.
@@ -289,16 +287,14 @@ func (s *State) ByUID(uid string) (cpid.ObjectKey, bool) {
 	if k, ok := s.byUID[uid]; ok {
 		return k, true
 	}
-	if s.saved == nil || uid == "" || s.noUID[uid] || s.loadErr != nil {
+	if s.saved == nil || uid == "" || s.noUID[uid] {
 		return cpid.ObjectKey{}, false
 	}
-	b, err := s.saved.ByUID(uid)
-	if err == nil && b == nil {
-		s.noUID[uid] = true
-		return cpid.ObjectKey{}, false
-	}
-	o, _ := s.restored(b, err) // an error is kept as loadErr
+	o := s.savedObject(s.saved.ByUID, uid)
 	if o == nil {
+		if s.loadErr == nil {
+			s.noUID[uid] = true
+		}
 		return cpid.ObjectKey{}, false
 	}
 	s.byUID[uid] = o.Key
@@ -310,15 +306,15 @@ func (s *State) Object(k cpid.ObjectKey) *Object {
 	if o := s.objects[k]; o != nil {
 		return o
 	}
-	if s.saved == nil || s.absent[k] || s.loadErr != nil {
+	if s.saved == nil || s.absent[k] {
 		return nil
 	}
-	b, err := s.saved.Object(k.String())
-	if err == nil && b == nil {
-		s.absent[k] = true
-		return nil
+	o := s.savedObject(s.saved.Object, k.String())
+	if o == nil {
+		if s.loadErr == nil {
+			s.absent[k] = true
+		}
 	}
-	o, _ := s.restored(b, err) // an error is kept as loadErr
 	return o
 }
 
@@ -431,8 +427,7 @@ func (en *Engine) maximal(set []string) []string {
 // AddMergelog adds a mergelog read from a controller's log (origin log) or
 // elsewhere to the graph and the output.
 func (en *Engine) AddMergelog(m cpid.Mergelog) error {
-	en.ensure(m.CPID)
-	en.ensure(m.Sources...)
+	en.ensureMergelog(m)
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
@@ -814,8 +809,7 @@ func oneChange(causes []cause, change string) bool {
 }
 
 func (en *Engine) emit(e *Event, m cpid.Mergelog) {
-	en.ensure(m.CPID)
-	en.ensure(m.Sources...)
+	en.ensureMergelog(m)
 	if err := en.Graph.Add(m); err != nil {
 		// Only corrupt input can close a cycle (CPIDs are random): say so.
 		en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "merge-cycle", EventID: e.ID, Key: e.Key(),

@@ -32,23 +32,13 @@ func (l *lazy[V]) Get(k string) (V, bool) {
 	}
 	var zero V
 	s := l.state
-	if s == nil || l.absent[k] || s.loadErr != nil {
+	if s == nil || l.absent[k] {
 		return zero, false
 	}
-	b, err := s.saved.Object(l.prefix + k)
-	if err == nil && b == nil {
-		l.absent[k] = true
-		return zero, false
-	}
-	var v V
-	if err == nil {
-		if err = json.Unmarshal(b, &v); err != nil {
-			err = fmt.Errorf("restore reconstruct state: %s%s: %w", l.prefix, k, err)
-		}
-	}
-	if err != nil {
+	v, ok := savedRow[V](s, s.saved.Object, l.prefix+k)
+	if !ok {
 		if s.loadErr == nil {
-			s.loadErr = err
+			l.absent[k] = true
 		}
 		return zero, false
 	}

@@ -163,31 +163,49 @@ func (en *Engine) RestoreState(b []byte, saved Saved) error {
 // derived.
 func (en *Engine) LoadErr() error { return en.loadErr }
 
-// restored makes the object of a saved state the engine's (or returns the
-// engine's own, when it met that object already); nil with the error when
-// it cannot be read.
-func (s *State) restored(b []byte, err error) (*Object, error) {
+// savedRow reads the saved row of key by fetch (Saved.Object or
+// Saved.ByUID) into a V: found is false when none was saved, or when it
+// cannot be read, and then loadErr says why (no row is read after one).
+func savedRow[V any](s *State, fetch func(string) ([]byte, error), key string) (v V, found bool) {
+	if s.saved == nil || s.loadErr != nil {
+		return v, false
+	}
+	b, err := fetch(key)
+	if err == nil && b == nil {
+		return v, false
+	}
 	if err == nil {
-		o := &Object{}
-		if err = json.Unmarshal(b, o); err == nil {
-			if cur := s.objects[o.Key]; cur != nil {
-				return cur, nil
-			}
-			o.tolDone = true // its TolSummary was saved
-			s.objects[o.Key] = o
-			if o.UID != "" {
-				if _, ok := s.byUID[o.UID]; !ok {
-					s.byUID[o.UID] = o.Key
-				}
-			}
-			return o, nil
+		if err = json.Unmarshal(b, &v); err == nil {
+			return v, true
 		}
-		err = fmt.Errorf("restore reconstruct state: an object: %w", err)
+		err = fmt.Errorf("restore reconstruct state: %s: %w", key, err)
 	}
-	if s.loadErr == nil {
-		s.loadErr = err
+	s.loadErr = err
+	return v, false
+}
+
+// savedObject reads the saved object by fetch and key and makes it the
+// engine's (or returns the engine's own, when it met that object
+// already); nil when none was saved or it cannot be read.
+func (s *State) savedObject(fetch func(string) ([]byte, error), key string) *Object {
+	o, ok := savedRow[*Object](s, fetch, key)
+	if !ok {
+		return nil
 	}
-	return nil, err
+	if cur := s.objects[o.Key]; cur != nil {
+		return cur
+	}
+	o.tolDone = true // its TolSummary was saved
+	s.objects[o.Key] = o
+	if _, ok := s.byUID[o.UID]; o.UID != "" && !ok {
+		s.byUID[o.UID] = o.Key
+	}
+	return o
+}
+
+// ensureMergelog is ensure of a mergelog's CPID and sources, in one read.
+func (en *Engine) ensureMergelog(m cpid.Mergelog) {
+	en.ensure(append([]string{m.CPID}, m.Sources...)...)
 }
 
 // ensure loads the stored mergelogs of cpids and of their ancestors into
