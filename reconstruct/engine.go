@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -94,6 +95,9 @@ type Object struct {
 	// body sent them; TolSummary is made of them once tolDone.
 	tolerations json.RawMessage
 	tolDone     bool
+	// used is the tick of the engine's latest write that met the object
+	// (State.evict spills those met least recently).
+	used uint64
 }
 
 // ordKey orders an object's writes: by resourceVersion (rv), then stage
@@ -204,6 +208,110 @@ type State struct {
 	absent  map[cpid.ObjectKey]bool
 	noUID   map[string]bool
 	loadErr error
+	// spill holds the objects evicted from memory, once MaxObjects were
+	// held (evict); tick counts the writes processed, to tell the objects
+	// met lately. spillErr is why the engine stopped evicting: it could
+	// not write its spill.
+	spill      *spill
+	tick       uint64
+	maxObjects int
+	spillDir   string
+	spillErr   error
+	// evicted counts the objects evict moved out, spilledSaved those
+	// MarshalState saved from the spill.
+	evicted, spilledSaved int
+}
+
+// prefixUID keys, in the spill, the key of an evicted object by its uid.
+const prefixUID = "#uid/"
+
+// evict moves the half of the objects met least recently out of memory,
+// into the spill, once the engine holds more than maxObjects, so that a
+// run's memory follows the objects it still uses, not every object it
+// met. An evicted object is read back when a write meets it again, as an
+// incremental run reads a saved one (same encoding, MarshalState's); those
+// still spilled at the end are saved with the others. When the spill cannot
+// be written, the objects stay in memory and the engine evicts no more.
+func (s *State) evict() {
+	if s.maxObjects <= 0 || len(s.objects) <= s.maxObjects || s.spillErr != nil {
+		return
+	}
+	if s.spill == nil {
+		sp, err := newSpill(s.spillDir)
+		if err != nil {
+			s.spillErr = err
+			return
+		}
+		s.spill = sp
+	}
+	ticks := make([]uint64, 0, len(s.objects))
+	for _, o := range s.objects {
+		ticks = append(ticks, o.used)
+	}
+	slices.Sort(ticks)
+	cut := ticks[len(ticks)/2]
+	var gone []cpid.ObjectKey
+	for k, o := range s.objects {
+		if o.used >= cut {
+			continue
+		}
+		o.tolerated() // the summary is saved, not the spec
+		b, err := json.Marshal(o)
+		if err != nil {
+			s.spillErr = fmt.Errorf("object %s: %w", k, err)
+			return
+		}
+		s.spill.put(k.String(), o.UID, b)
+		if o.UID != "" && s.byUID[o.UID] == k {
+			kb, err := json.Marshal(k)
+			if err != nil {
+				s.spillErr = fmt.Errorf("object %s: %w", k, err)
+				return
+			}
+			s.spill.put(prefixUID+o.UID, "", kb)
+		}
+		gone = append(gone, k)
+	}
+	if err := s.spill.flush(); err != nil {
+		s.spillErr = err
+		return
+	}
+	for _, k := range gone {
+		if o := s.objects[k]; o.UID != "" && s.byUID[o.UID] == k {
+			delete(s.byUID, o.UID)
+		}
+		delete(s.objects, k)
+	}
+	s.evicted += len(gone)
+	if len(gone) < len(ticks)/4 {
+		// Most objects were met at once: hold more before the next try.
+		s.maxObjects = 2 * len(s.objects)
+	}
+}
+
+// closeSpill removes the spill, if the engine evicted objects.
+func (s *State) closeSpill() {
+	if s.spill != nil {
+		s.spill.Close()
+		s.spill = nil
+	}
+}
+
+// unspill reads back an evicted entry of the spill into v: found is false
+// when key is not spilled, or cannot be read (then loadErr says why).
+func unspill[V any](s *State, key string) (v V, found bool) {
+	if s.spill == nil || s.loadErr != nil {
+		return v, false
+	}
+	b, found, err := s.spill.take(key)
+	if err == nil && found {
+		err = json.Unmarshal(b, &v)
+	}
+	if err != nil {
+		s.loadErr = fmt.Errorf("read back an evicted object: %s: %w", key, err)
+		return v, false
+	}
+	return v, found
 }
 
 // memory is what the engine remembers beside its objects. Its maps are
@@ -287,6 +395,10 @@ func (s *State) ByUID(uid string) (cpid.ObjectKey, bool) {
 	if k, ok := s.byUID[uid]; ok {
 		return k, true
 	}
+	if k, ok := unspill[cpid.ObjectKey](s, prefixUID+uid); ok {
+		s.byUID[uid] = k
+		return k, true
+	}
 	if s.saved == nil || uid == "" || s.noUID[uid] {
 		return cpid.ObjectKey{}, false
 	}
@@ -304,7 +416,11 @@ func (s *State) ByUID(uid string) (cpid.ObjectKey, bool) {
 // Object returns the object of key, nil when the engine has not seen it.
 func (s *State) Object(k cpid.ObjectKey) *Object {
 	if o := s.objects[k]; o != nil {
+		o.used = s.tick
 		return o
+	}
+	if o, ok := unspill[*Object](s, k.String()); ok {
+		return s.met(o)
 	}
 	if s.saved == nil || s.absent[k] {
 		return nil
@@ -481,10 +597,12 @@ func (en *Engine) Process(e *Event) {
 	if en.IgnoreCPIDs {
 		e.CPID, e.Ancestors = "", nil
 	}
+	en.tick++
+	en.evict()
 	key := e.Key()
 	o := en.Object(key)
 	if o == nil {
-		o = &Object{Key: key}
+		o = &Object{Key: key, used: en.tick}
 		en.objects[key] = o
 	}
 	w := cpid.Write{EventID: e.ID, StageNS: e.StageNS, ResourceVersion: e.ResourceVersion, Key: key, Writer: e.Writer(), Attempt: e.Failed()}

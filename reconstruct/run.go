@@ -23,7 +23,11 @@ type Report struct {
 	Anomalies int
 	Spans     int
 	Bad       int // mergelog or span records that could not be read
-	Elapsed   time.Duration
+	// Evicted counts the objects the run moved out of memory to a
+	// temporary file (Options.MaxObjects), Spilled those still there at
+	// its end.
+	Evicted, Spilled int
+	Elapsed          time.Duration
 	// Warnings say what the data cannot tell (resources whose objects the
 	// rules read audited without them), once per run.
 	Warnings []string
@@ -45,6 +49,10 @@ func (r Report) String() string {
 		mode, r.Writes, r.Elapsed.Seconds(), float64(r.Writes)/max(r.Elapsed.Seconds(), 1e-9), r.Changes,
 		r.Mergelogs[cpid.OriginInferred], r.Mergelogs[cpid.OriginAnnotation], r.Mergelogs[cpid.OriginLog],
 		r.Spans, r.Anomalies)
+	if r.Evicted > 0 {
+		s += fmt.Sprintf("\nreconstruct: %d objects evicted from memory to a temporary file and %d read back (--max-objects)",
+			r.Evicted, r.Evicted-r.Spilled)
+	}
 	if r.Bad > 0 {
 		s += fmt.Sprintf("\nreconstruct: %d mergelog or span records could not be read (see docs/FORMATS.md)", r.Bad)
 	}
@@ -104,7 +112,18 @@ type Options struct {
 	// Family names the log an input file belongs to (its rotation family),
 	// so that events of two apiservers are told apart; nil: the file path.
 	Family func(path string) string
+	// MaxObjects is how many objects a run holds in memory before it
+	// evicts the half it met least recently into a temporary file in
+	// SpillDir ("": the system's, TMPDIR), reading one back when a write
+	// meets it again: the same rows, in memory bounded by the objects in
+	// use rather than every object met. 0 is DefaultMaxObjects; < 0 never
+	// evicts.
+	MaxObjects int
+	SpillDir   string
 }
+
+// DefaultMaxObjects is Options.MaxObjects' default.
+const DefaultMaxObjects = 50_000
 
 // bodiedList is readsBody as a sorted list: the scan fetches the object
 // after the write only for those resources (a Deployment's or a
@@ -130,6 +149,10 @@ func (opt Options) engine() *Engine {
 		en.Windows = append(slices.Clone(opt.Windows), DefaultWindows...)
 	}
 	en.Rules, en.Ignored, en.IgnoreCPIDs = opt.Rules, opt.Ignored, opt.IgnoreCPIDs
+	en.maxObjects, en.spillDir = opt.MaxObjects, opt.SpillDir
+	if en.maxObjects == 0 {
+		en.maxObjects = DefaultMaxObjects
+	}
 	return en
 }
 
@@ -152,6 +175,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		return res, err
 	}
 	en := opt.engine()
+	defer func() { en.closeSpill() }()
 	if !res.Full && !w.HasState {
 		// Before Late: with no last run, everything is new, and reading
 		// it to count the late rows would read the whole table.
@@ -287,6 +311,11 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		return res, err
 	}
 	res.Warnings = blindWarnings(en.Bodies)
+	res.Evicted, res.Spilled = en.evicted, en.spilledSaved
+	if en.spillErr != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("could not evict objects to a temporary file (%v): "+
+			"the run held every object in memory from then on (Options.SpillDir, TMPDIR)", en.spillErr))
+	}
 	if u := en.Unexplained; u.N > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d write(s) waited past every window of their writer with nothing in "+
 			"the logs to say why; each stays in its cause's change, its hop marked unexplained (the longest: %s, %s; "+

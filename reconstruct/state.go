@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/klauspost/compress/zstd"
@@ -83,6 +84,19 @@ func (en *Engine) MarshalState(emit func([]cpid.ObjectState) error) ([]byte, err
 		}
 		if err := add(cpid.ObjectState{Key: keys[i], UID: o.UID, Data: b}); err != nil {
 			return nil, err
+		}
+	}
+	if en.spill != nil {
+		// The objects evicted and not met again, as they were evicted.
+		err := en.spill.each("", func(key, uid string, data []byte) error {
+			if strings.HasPrefix(key, prefixUID) {
+				return nil
+			}
+			en.spilledSaved++
+			return add(cpid.ObjectState{Key: key, UID: uid, Data: bytes.Clone(data)})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("save reconstruct state: %w", err)
 		}
 	}
 	for _, l := range en.mem.lazies() {
@@ -195,7 +209,17 @@ func (s *State) savedObject(fetch func(string) ([]byte, error), key string) *Obj
 	if cur := s.objects[o.Key]; cur != nil {
 		return cur
 	}
+	if cur, ok := unspill[*Object](s, o.Key.String()); ok {
+		return s.met(cur) // evicted since: newer than the saved one
+	}
+	return s.met(o)
+}
+
+// met makes an object read back (saved by an earlier run, or evicted) the
+// engine's again.
+func (s *State) met(o *Object) *Object {
 	o.tolDone = true // its TolSummary was saved
+	o.used = s.tick
 	s.objects[o.Key] = o
 	if _, ok := s.byUID[o.UID]; o.UID != "" && !ok {
 		s.byUID[o.UID] = o.Key

@@ -15,6 +15,7 @@ import (
 var notSaved = map[string]string{
 	"Object.tolerations": "a Pod's spec.tolerations: its summary TolSummary is saved instead",
 	"Object.tolDone":     "says that TolSummary is made; a restored object's is",
+	"Object.used":        "when this run last met the object (State.evict): a restored or read back object is met now",
 	"memory.Children":    "lazy: saved an entry a row (TestStateRoundTrip sets one)",
 	"memory.LatestPods":  "lazy: saved an entry a row (TestStateRoundTrip sets one)",
 	"memory.ChangeLast":  "lazy: saved an entry a row (TestStateRoundTrip sets one)",

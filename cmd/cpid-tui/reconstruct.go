@@ -47,9 +47,14 @@ kwok=10m prints them beside the hops observed (docs/CAUSALITY.md).
 inference alone decides (to measure it against an instrumented recording;
 on a copy of the database). -q prints only its warnings.
 
-Memory: the Go heap has a soft limit of 200 MiB (GOMEMLIMIT overrides it;
-GOGC is 200 unless set); past it the collector works harder, with at most
-half the CPU. SQLite's page cache adds 16 MiB while the run writes.
+Memory: a run holds at most --max-objects objects' states in memory (50000
+by default); past that it moves the half it met least recently to a
+temporary file in $TMPDIR, removed as it is made, and reads one back when a
+write meets it again, so that memory follows the objects in use, not the
+size of the bundle; the rows are the same. The Go heap has a soft limit of
+200 MiB (GOMEMLIMIT overrides it; GOGC is 200 unless set); past it the
+collector works harder, with at most half the CPU. SQLite's page cache adds
+16 MiB while the run writes.
 
 Speed: a cpid-tui built with cgo (make build) runs reconstruct on SQLite
 in C, its writes read and its revisions stored by the batch; one built
@@ -60,6 +65,7 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
 	full := fs.Bool("full", false, "rebuild everything instead of going on from the last run")
 	ignore := fs.Bool("ignore-cpids", false, "leave out the CPIDs writes carry (annotations, controllers' mergelog lines): inference alone decides, to measure it against an instrumented recording (a run that changes this setting rebuilds everything)")
+	maxObjects := fs.Int("max-objects", reconstruct.DefaultMaxObjects, "objects' states held in memory before the least recently met half go to a temporary file (-1: never)")
 	var windows paths
 	fs.Var(&windows, "window", "a reaction window [RULE/]WRITER=DURATION before the defaults (repeatable; `query hops` shows them); with --full to apply it to what was derived before")
 	return func(ctx context.Context, args []string) error {
@@ -68,6 +74,10 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 		}
 		opt := runOptions(*full, 0)
 		opt.IgnoreCPIDs = *ignore
+		if *maxObjects == 0 || *maxObjects < -1 {
+			return usagef("--max-objects must be a positive count, or -1 for no limit")
+		}
+		opt.MaxObjects = *maxObjects
 		for _, w := range windows {
 			win, err := readWindow(w)
 			if err != nil {
