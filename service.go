@@ -9,10 +9,11 @@ import (
 
 // The read service: what is done with the rows an engine reads lives here
 // once (defaults and limits, the limit+1 "more" check, body filtering,
-// kinds, critical marking, cause assembly, typed errors); the engines
-// implement RowReader, their SQL and nothing else, and answer the
-// ChangeReader methods through ReadService (benbjohnson/wtf's services
-// over sqlite/).
+// kinds, critical marking, cause assembly, typed errors), and for a read
+// of several statements which to run, in which order and in which
+// snapshot (service_changes.go); the engines implement RowReader, their
+// SQL and nothing else, and answer the ChangeReader methods through
+// ReadService (benbjohnson/wtf's services over sqlite/).
 
 // Default limits of the reads whose limit is 0.
 const (
@@ -88,8 +89,13 @@ type RowScan func(dest ...any) error
 // engine's SQL and calls row with each row's Scan, in the columns and the
 // order its documentation names.
 type RowReader interface {
-	// ChangeExists reports whether a change of that id is stored.
-	ChangeExists(ctx context.Context, id string) (bool, error)
+	// Pool returns the engine's ChangeRows, each read a transaction of
+	// its own (on its pool of connections).
+	Pool() ChangeRows
+	// Snapshot calls fn with the engine's ChangeRows within one
+	// read-only transaction: every read fn makes sees one state of the
+	// database while others write to it.
+	Snapshot(ctx context.Context, fn func(ChangeRows) error) error
 	// InMergeGraph reports whether a mergelog has the CPID, as its own
 	// or as a source.
 	InMergeGraph(ctx context.Context, cpid string) (bool, error)
@@ -192,7 +198,7 @@ func (s ReadService) walk(ctx context.Context, cpid string, up bool) ([]string, 
 
 // known returns an ENOTFOUND error unless the change is stored.
 func (s ReadService) known(ctx context.Context, change string) error {
-	ok, err := s.Rows.ChangeExists(ctx, change)
+	ok, err := s.Rows.Pool().ChangeExists(ctx, change)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 		add(`c.cluster = $%[1]d`, s.cluster)
 	}
 	if q.Filter != "" {
-		args = append(args, strings.ToLower(q.Filter))
+		args = append(args, q.Filter)
 		conds = append(conds, filterCond(q.Filter, len(args), &args))
 	}
 	if q.IDPrefix != "" {
@@ -103,10 +103,10 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 		}
 	}
 	if q.User != "" {
-		add(`strpos(lower(c."user"), $%[1]d) > 0`, strings.ToLower(q.User))
+		add(`strpos(lower(c."user"), $%[1]d) > 0`, q.User)
 	}
 	if q.Writer != "" {
-		add(`c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND strpos(lower(writer), $%[1]d) > 0)`, strings.ToLower(q.Writer))
+		add(`c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND strpos(lower(writer), $%[1]d) > 0)`, q.Writer)
 	}
 	if q.MinDurationNS != 0 {
 		add(`c.settled_ns - c.started_ns >= $%[1]d`, q.MinDurationNS)
@@ -167,43 +167,59 @@ func filterCond(filter string, arg int, args *[]any) string {
 	return cond + `)`
 }
 
-// CountChanges counts the changes Changes lists for the same filter.
+// CountChanges counts the changes Changes lists for the same filter
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) CountChanges(ctx context.Context, text string) (int, error) {
-	where, args := s.filter(cpid.ChangeQuery{Filter: text})
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count changes: %w", err)
-	}
-	return n, nil
+	return cpid.ReadService{Rows: s}.CountChanges(ctx, text)
 }
 
-// Changes lists root changes, one page: the page's ids from the changes
-// table alone, then their rows.
+// Changes lists root changes, one page (cpid.ChangeReader, through
+// cpid.ReadService).
 func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeRow, error) {
-	if err := cpid.CheckSort(q.Sort); err != nil {
-		return nil, err
-	}
-	order := map[string]string{"": "c.started_ns DESC", "time": "c.started_ns DESC",
-		"duration": "(c.settled_ns - c.started_ns) DESC", "size": "c.writes DESC"}[q.Sort]
-	where, args := s.filter(q)
-	args = append(args, q.PageSize(), q.Offset)
-	var ids []string
-	var out []cpid.ChangeRow
-	err := s.snapshot(ctx, func(db reader) error {
-		var err error
-		ids, err = strs(ctx, db, fmt.Sprintf(`SELECT c.id FROM changes c %s ORDER BY %s, c.id COLLATE "C" LIMIT $%d OFFSET $%d`,
-			where, order, len(args)-1, len(args)), args...)
-		if err != nil {
-			return err
-		}
-		out, err = changesByID(ctx, db, ids)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("changes: %w", err)
-	}
-	cpid.InOrder(out, ids)
-	return out, nil
+	return cpid.ReadService{Rows: s}.Changes(ctx, q)
+}
+
+// Pool returns the change reads on the pool (cpid.RowReader).
+func (s *Store) Pool() cpid.ChangeRows { return reads{s.pool, s} }
+
+// Snapshot calls fn with the change reads in one read-only transaction
+// (cpid.RowReader).
+func (s *Store) Snapshot(ctx context.Context, fn func(cpid.ChangeRows) error) error {
+	return s.snapshot(ctx, func(db reader) error { return fn(reads{db, s}) })
+}
+
+// reads are the change reads (cpid.ChangeRows) of a view (s) on the
+// pool or in a read transaction: each runs one statement.
+type reads struct {
+	db reader
+	s  *Store
+}
+
+// ChangeExists reports whether the change is stored.
+func (r reads) ChangeExists(ctx context.Context, change string) (bool, error) {
+	var ok bool
+	err := r.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM changes WHERE id = $1)`, change).Scan(&ok)
+	return ok, err
+}
+
+// changeOrders are the ORDER BY of each of cpid.ChangeSorts.
+var changeOrders = map[string]string{"time": "c.started_ns DESC", "duration": "(c.settled_ns - c.started_ns) DESC", "size": "c.writes DESC"}
+
+// ChangePage returns the ids of a page of changes, from the changes table
+// alone.
+func (r reads) ChangePage(ctx context.Context, q cpid.ChangeQuery) ([]string, error) {
+	where, args := r.s.filter(q)
+	args = append(args, q.Limit, q.Offset)
+	return strs(ctx, r.db, fmt.Sprintf(`SELECT c.id FROM changes c %s ORDER BY %s, c.id COLLATE "C" LIMIT $%d OFFSET $%d`,
+		where, changeOrders[q.Sort], len(args)-1, len(args)), args...)
+}
+
+// ChangeCount counts the changes q's filters keep.
+func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error) {
+	where, args := r.s.filter(q)
+	var n int
+	err := r.db.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n)
+	return n, err
 }
 
 // body is the stored response body of event id, read only where the
@@ -216,63 +232,46 @@ func body(id string) string {
 	return `(SELECT b.response_object FROM audit_bodies b WHERE b.event_id = ` + id + `)`
 }
 
-// changesByIDSQL is changesByID's query: $1 the ids.
+// changesByIDSQL is ChangeRowsByID's query: $1 the ids.
 var changesByIDSQL = `SELECT c.id, c.started_ns, c.settled_ns, c."user", e.user_agent, c.verb,
 	COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (` + cpid.BuiltinResourcesSQL + `) THEN NULLIF(` + body("c.event_id") + `::json ->> 'kind', 'Status') END, ''), c.api_group, c.resource,
 	c.subresource, c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
 	FROM changes c JOIN audit_events e ON e.id = c.event_id
 	WHERE c.id = ANY($1) ORDER BY c.started_ns DESC, c.id COLLATE "C"`
 
-// ChangesByID returns the changes with these ids, newest first.
-func (s *Store) ChangesByID(ctx context.Context, ids []string) ([]cpid.ChangeRow, error) {
-	return changesByID(ctx, s.pool, ids)
+// ChangeRowsByID reads cpid.ChangeColumns.
+func (r reads) ChangeRowsByID(ctx context.Context, ids []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, changesByIDSQL, []any{ids}, row)
 }
 
-func changesByID(ctx context.Context, db reader, ids []string) ([]cpid.ChangeRow, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err := db.Query(ctx, changesByIDSQL, ids)
-	if err != nil {
-		return nil, fmt.Errorf("changes by id: %w", err)
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.ChangeRow, error) {
-		var c cpid.ChangeRow
-		err := r.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
-			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger, &c.TriggerDetail, &c.Traceparent)
-		c.Kind = cpid.KindOf(c.Kind, c.Resource)
-		return c, err
-	})
+// ChangesByID returns the changes with these ids, newest first
+// (cpid.ChangeReader, through cpid.ReadService).
+func (s *Store) ChangesByID(ctx context.Context, ids []string) ([]cpid.ChangeRow, error) {
+	return cpid.ReadService{Rows: s}.ChangesByID(ctx, ids)
+}
+
+// CarryingIDs returns the change ids of the writes carrying these CPIDs.
+func (r reads) CarryingIDs(ctx context.Context, cpids []string) ([]string, error) {
+	return strs(ctx, r.db, `SELECT DISTINCT COALESCE(change_id, '') COLLATE "C" FROM revisions WHERE cpid = ANY($1) ORDER BY 1`, cpids)
 }
 
 // ChangesCarrying returns the ids of the changes with a write carrying one
-// of the CPIDs.
+// of the CPIDs (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangesCarrying(ctx context.Context, cpids []string) ([]string, error) {
-	if len(cpids) == 0 {
-		return nil, nil
-	}
-	ids, err := strs(ctx, s.pool, `SELECT DISTINCT COALESCE(change_id, '') COLLATE "C" FROM revisions WHERE cpid = ANY($1) ORDER BY 1`, cpids)
-	return cpid.DropIDs(ids, ""), err
+	return cpid.ReadService{Rows: s}.ChangesCarrying(ctx, cpids)
+}
+
+// LinkedIDs returns the change ids of the writes carrying a CPID linked
+// to id in the merge DAG.
+func (r reads) LinkedIDs(ctx context.Context, id string, up bool) ([]string, error) {
+	return strs(ctx, r.db, walk("g", "$1::text", up)+`
+		SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, id)
 }
 
 // LinkedChanges returns the changes, other than change, linked to a CPID
-// through the merge DAG: those it descends from with ancestors, else those
-// descending from it.
+// through the merge DAG (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) LinkedChanges(ctx context.Context, change, id string, ancestors bool) ([]cpid.ChangeRow, error) {
-	var out []cpid.ChangeRow
-	err := s.snapshot(ctx, func(db reader) error {
-		ids, err := strs(ctx, db, walk("g", "$1::text", ancestors)+`
-			SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, id)
-		if err != nil {
-			return err
-		}
-		out, err = changesByID(ctx, db, cpid.DropIDs(ids, "", change))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("linked changes of %s: %w", id, err)
-	}
-	return out, nil
+	return cpid.ReadService{Rows: s}.LinkedChanges(ctx, change, id, ancestors)
 }
 
 // ChangeGraph reads the CPIDs, merges and objects of a change.
@@ -420,13 +419,6 @@ func (s *Store) ChangeSpans(ctx context.Context, change string) ([]cpid.ChangeSp
 		return nil, fmt.Errorf("spans of change %s: %w", change, err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.ChangeSpan])
-}
-
-// ChangeExists reports whether the change is stored (cpid.RowReader).
-func (s *Store) ChangeExists(ctx context.Context, change string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM changes WHERE id = $1)`, change).Scan(&ok)
-	return ok, err
 }
 
 // Timeline returns every write of a change in apiserver order, the critical

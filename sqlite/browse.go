@@ -34,14 +34,10 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 	return v, nil
 }
 
-// CountChanges counts the changes that Changes lists for the same filter.
+// CountChanges counts the changes that Changes lists for the same filter
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) CountChanges(ctx context.Context, filter string) (int, error) {
-	where, args := s.changeFilter(cpid.ChangeQuery{Filter: filter})
-	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count changes: %w", err)
-	}
-	return n, nil
+	return cpid.ReadService{Rows: s}.CountChanges(ctx, filter)
 }
 
 // changeFilter is the WHERE clause of a ChangeQuery's filters within the
@@ -76,10 +72,10 @@ func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 		}
 	}
 	if q.User != "" {
-		add(`instr(lower(c.user), ?) > 0`, strings.ToLower(q.User))
+		add(`instr(lower(c.user), ?) > 0`, q.User)
 	}
 	if q.Writer != "" {
-		add(`c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND instr(lower(writer), ?) > 0)`, strings.ToLower(q.Writer))
+		add(`c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND instr(lower(writer), ?) > 0)`, q.Writer)
 	}
 	if q.MinDurationNS != 0 {
 		add(`c.settled_ns - c.started_ns >= ?`, q.MinDurationNS)
@@ -93,104 +89,29 @@ func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 	return "WHERE " + strings.Join(conds, " AND "), args
 }
 
-// Changes lists root changes, one page, in two steps: the page's ids
-// from the changes table alone, then their rows, so that a deep page or a
-// sort by duration on a large database does not join and decode every row
-// it sorts or skips.
+// Changes lists root changes, one page (cpid.ChangeReader, through
+// cpid.ReadService).
 func (s *Store) Changes(ctx context.Context, q cpid.ChangeQuery) ([]cpid.ChangeRow, error) {
-	if err := cpid.CheckSort(q.Sort); err != nil {
-		return nil, err
-	}
-	order := map[string]string{"": "c.started_ns DESC", "time": "c.started_ns DESC",
-		"duration": "(c.settled_ns - c.started_ns) DESC", "size": "c.writes DESC"}[q.Sort]
-	where, args := s.changeFilter(q)
-	args = append(args, q.PageSize(), q.Offset)
-	var ids []string
-	var rows []cpid.ChangeRow
-	err := s.snapshot(ctx, func(db querier) error {
-		var err error
-		if ids, err = column(ctx, db, `SELECT c.id FROM changes c `+where+` ORDER BY `+order+`, c.id LIMIT ? OFFSET ?`, args...); err != nil {
-			return err
-		}
-		rows, err = changesByID(ctx, db, ids)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("changes: %w", err)
-	}
-	cpid.InOrder(rows, ids)
-	return rows, nil
+	return cpid.ReadService{Rows: s}.Changes(ctx, q)
 }
 
-// ChangesByID returns the changes with these ids, newest first; unknown ids
-// are left out.
+// ChangesByID returns the changes with these ids, newest first
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangesByID(ctx context.Context, ids []string) ([]cpid.ChangeRow, error) {
-	return changesByID(ctx, s.r, ids)
-}
-
-func changesByID(ctx context.Context, db querier, ids []string) ([]cpid.ChangeRow, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err := db.QueryContext(ctx, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
-		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN NULLIF(b.response_object ->> '$.kind', 'Status') END, ''), c.api_group, c.resource, c.subresource,
-		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
-		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
-		WHERE c.id IN `+inJSON+` ORDER BY c.started_ns DESC, c.id`, jsonList(ids))
-	if err != nil {
-		return nil, fmt.Errorf("changes by id: %w", err)
-	}
-	defer rows.Close()
-	var out []cpid.ChangeRow
-	for rows.Next() {
-		var c cpid.ChangeRow
-		if err := rows.Scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
-			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger, &c.TriggerDetail, &c.Traceparent); err != nil {
-			return nil, err
-		}
-		c.Kind = cpid.KindOf(c.Kind, c.Resource)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return cpid.ReadService{Rows: s}.ChangesByID(ctx, ids)
 }
 
 // ChangesCarrying returns the ids of the changes that have a write carrying
-// one of these CPIDs.
+// one of these CPIDs (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangesCarrying(ctx context.Context, cpids []string) ([]string, error) {
-	if len(cpids) == 0 {
-		return nil, nil
-	}
-	// No condition on change_id: the planner would scan revisions_change.
-	ids, err := column(ctx, s.r, `SELECT DISTINCT COALESCE(change_id, '') FROM revisions
-		WHERE cpid IN `+inJSON+` ORDER BY 1`, jsonList(cpids))
-	return cpid.DropIDs(ids, ""), err
+	return cpid.ReadService{Rows: s}.ChangesCarrying(ctx, cpids)
 }
 
 // LinkedChanges returns the changes, other than change, that a CPID is
-// linked to through the merge DAG: with ancestors, the changes whose CPIDs it
-// descends from (its origins); otherwise the changes whose CPIDs descend from
-// it (what it went on to cause).
+// linked to through the merge DAG (cpid.ChangeReader, through
+// cpid.ReadService).
 func (s *Store) LinkedChanges(ctx context.Context, change, cid string, ancestors bool) ([]cpid.ChangeRow, error) {
-	walk := descendants("g", "?")
-	if ancestors {
-		walk = ancestorsOf("g", "?")
-	}
-	// The change_id conditions are applied here: in SQL the planner prefers
-	// scanning revisions_change to looking up the few CPIDs.
-	var rows []cpid.ChangeRow
-	err := s.snapshot(ctx, func(db querier) error {
-		ids, err := column(ctx, db, walk+`
-		SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, cid)
-		if err != nil {
-			return err
-		}
-		rows, err = changesByID(ctx, db, cpid.DropIDs(ids, "", change))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("linked changes of %s: %w", cid, err)
-	}
-	return rows, nil
+	return cpid.ReadService{Rows: s}.LinkedChanges(ctx, change, cid, ancestors)
 }
 
 // ChangeGraph reads the CPIDs, merges and objects of a change.
@@ -373,6 +294,78 @@ func (s *Store) ChangeSpans(ctx context.Context, change string) ([]cpid.ChangeSp
 		out = append(out, sp)
 	}
 	return out, rows.Err()
+}
+
+// Pool returns the change reads on the read pool (cpid.RowReader).
+func (s *Store) Pool() cpid.ChangeRows { return reads{s.r, s} }
+
+// Snapshot calls fn with the change reads in one read-only transaction
+// (cpid.RowReader).
+func (s *Store) Snapshot(ctx context.Context, fn func(cpid.ChangeRows) error) error {
+	return s.snapshot(ctx, func(db querier) error { return fn(reads{db, s}) })
+}
+
+// reads are the change reads (cpid.ChangeRows) of a view (s) on the
+// read pool or in a read transaction: each runs one statement.
+type reads struct {
+	db querier
+	s  *Store
+}
+
+// ChangeExists reports whether the change is stored.
+func (r reads) ChangeExists(ctx context.Context, change string) (bool, error) {
+	var n int
+	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n)
+	return n > 0, err
+}
+
+// changeOrders are the ORDER BY of each of cpid.ChangeSorts.
+var changeOrders = map[string]string{"time": "c.started_ns DESC", "duration": "(c.settled_ns - c.started_ns) DESC", "size": "c.writes DESC"}
+
+// ChangePage returns the ids of a page of changes: from the changes table
+// alone, so that a deep page or a sort by duration does not join and
+// decode every row it sorts or skips.
+func (r reads) ChangePage(ctx context.Context, q cpid.ChangeQuery) ([]string, error) {
+	where, args := r.s.changeFilter(q)
+	return column(ctx, r.db, `SELECT c.id FROM changes c `+where+` ORDER BY `+changeOrders[q.Sort]+`, c.id LIMIT ? OFFSET ?`,
+		append(args, q.Limit, q.Offset)...)
+}
+
+// ChangeCount counts the changes q's filters keep.
+func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error) {
+	where, args := r.s.changeFilter(q)
+	var n int
+	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n)
+	return n, err
+}
+
+// ChangeRowsByID reads cpid.ChangeColumns.
+func (r reads) ChangeRowsByID(ctx context.Context, ids []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
+		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN NULLIF(b.response_object ->> '$.kind', 'Status') END, ''), c.api_group, c.resource, c.subresource,
+		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
+		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
+		WHERE c.id IN `+inJSON+` ORDER BY c.started_ns DESC, c.id`, []any{jsonList(ids)}, row)
+}
+
+// LinkedIDs returns the change ids of the writes carrying a CPID linked
+// to cid in the merge DAG.
+func (r reads) LinkedIDs(ctx context.Context, cid string, up bool) ([]string, error) {
+	walk := descendants("g", "?")
+	if up {
+		walk = ancestorsOf("g", "?")
+	}
+	// No condition on change_id: the planner would scan revisions_change
+	// rather than look up the few CPIDs.
+	return column(ctx, r.db, walk+`
+		SELECT DISTINCT COALESCE(change_id, '') FROM revisions WHERE cpid IN (SELECT cpid FROM g)`, cid)
+}
+
+// CarryingIDs returns the change ids of the writes carrying these CPIDs.
+func (r reads) CarryingIDs(ctx context.Context, cpids []string) ([]string, error) {
+	// No condition on change_id: the planner would scan revisions_change.
+	return column(ctx, r.db, `SELECT DISTINCT COALESCE(change_id, '') FROM revisions
+		WHERE cpid IN `+inJSON+` ORDER BY 1`, jsonList(cpids))
 }
 
 // querier runs queries: the read pool, or a read transaction.

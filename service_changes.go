@@ -1,0 +1,167 @@
+package cpid
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The read service's reads of changes. Each engine implements
+// ChangeRows, a statement a method; ReadService decides what to read next
+// from what was read, within one snapshot where a read takes several
+// statements, and holds the defaults, orders, limits and not-found errors.
+
+// ChangeRows are an engine's reads behind ReadService's changes: each method runs one statement, in the view's
+// cluster where it reads changes, and hands back its rows or its values.
+// RowReader.Pool gives them each on its own, RowReader.Snapshot within one
+// read-only transaction.
+type ChangeRows interface {
+	// ChangeExists reports whether a change of that id is stored.
+	ChangeExists(ctx context.Context, id string) (bool, error)
+	// ChangePage returns the ids of the changes q's filters keep
+	// (ChangeQuery's fields; Filter, User and Writer are lower case), in
+	// the order of q.Sort, one of ChangeSorts (time: newest first by
+	// started_ns; duration: longest first by settled_ns - started_ns;
+	// size: most writes first), then by id: q.Limit of them from
+	// q.Offset.
+	ChangePage(ctx context.Context, q ChangeQuery) ([]string, error)
+	// ChangeCount counts the changes q's filters keep.
+	ChangeCount(ctx context.Context, q ChangeQuery) (int, error)
+	// ChangeRowsByID reads the columns of ChangeColumns for the changes
+	// of these ids (at least one), newest first, then by id.
+	ChangeRowsByID(ctx context.Context, ids []string, row func(RowScan) error) error
+	// LinkedIDs returns the change ids ("" for a write of none) of the
+	// writes that carry a CPID descending from cpid in the merge graph
+	// (with up, that cpid descends from), cpid included.
+	LinkedIDs(ctx context.Context, cpid string, up bool) ([]string, error)
+	// CarryingIDs returns the change ids ("" for a write of none) of the
+	// writes that carry one of these CPIDs (at least one), sorted, each
+	// once.
+	CarryingIDs(ctx context.Context, cpids []string) ([]string, error)
+}
+
+// ChangeColumns are the columns of ChangeRows.ChangeRowsByID, in order:
+// a ChangeRow's, Kind as the kind of the stored response of the change's
+// first write when its resource is no built-in one ("" otherwise).
+const ChangeColumns = "id, started_ns, settled_ns, user, user_agent, verb, kind, api_group, resource, subresource, " +
+	"namespace, name, writes, objects, slowest_hop_ns, cluster, trigger, trigger_detail, traceparent"
+
+// changePage is q as ChangePage reads it: a sort and a limit always given,
+// the text filters in lower case.
+func (q ChangeQuery) changePage() ChangeQuery {
+	if q.Sort == "" {
+		q.Sort = ChangeSorts[0]
+	}
+	q.Limit = q.PageSize()
+	q.Filter, q.User, q.Writer = strings.ToLower(q.Filter), strings.ToLower(q.User), strings.ToLower(q.Writer)
+	return q
+}
+
+// Changes lists root changes, one page (ChangeQuery), in two steps within
+// one snapshot: the page's ids from the changes alone, then their rows,
+// so that a deep page or a sort by duration on a large database does not
+// join and decode every row it sorts or skips. An unknown sort is an
+// EINVALID error.
+func (s ReadService) Changes(ctx context.Context, q ChangeQuery) ([]ChangeRow, error) {
+	if err := CheckSort(q.Sort); err != nil {
+		return nil, err
+	}
+	q = q.changePage()
+	var ids []string
+	var out []ChangeRow
+	err := s.Rows.Snapshot(ctx, func(r ChangeRows) error {
+		var err error
+		if ids, err = r.ChangePage(ctx, q); err != nil {
+			return err
+		}
+		out, err = changesByID(ctx, r, ids)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("changes: %w", err)
+	}
+	InOrder(out, ids)
+	return out, nil
+}
+
+// CountChanges counts the changes that Changes lists for the same filter.
+func (s ReadService) CountChanges(ctx context.Context, filter string) (int, error) {
+	n, err := s.Rows.Pool().ChangeCount(ctx, ChangeQuery{Filter: filter}.changePage())
+	if err != nil {
+		return 0, fmt.Errorf("count changes: %w", err)
+	}
+	return n, nil
+}
+
+// ChangesByID returns the changes with these ids, newest first; unknown
+// ids are left out.
+func (s ReadService) ChangesByID(ctx context.Context, ids []string) ([]ChangeRow, error) {
+	out, err := changesByID(ctx, s.Rows.Pool(), ids)
+	if err != nil {
+		return nil, fmt.Errorf("changes by id: %w", err)
+	}
+	return out, nil
+}
+
+// changesByID reads the changes of ids with r, none for no ids.
+func changesByID(ctx context.Context, r ChangeRows, ids []string) ([]ChangeRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []ChangeRow
+	err := r.ChangeRowsByID(ctx, ids, func(scan RowScan) error {
+		var c ChangeRow
+		if err := scan(&c.ID, &c.StartedNS, &c.SettledNS, &c.User, &c.UserAgent, &c.Verb, &c.Kind, &c.APIGroup, &c.Resource,
+			&c.Subresource, &c.Namespace, &c.Name, &c.Writes, &c.Objects, &c.SlowestHopNS, &c.Cluster, &c.Trigger,
+			&c.TriggerDetail, &c.Traceparent); err != nil {
+			return err
+		}
+		c.Kind = KindOf(c.Kind, c.Resource)
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}
+
+// ChangesCarrying returns the ids of the changes with a write carrying one
+// of the CPIDs, sorted.
+func (s ReadService) ChangesCarrying(ctx context.Context, cpids []string) ([]string, error) {
+	if len(cpids) == 0 {
+		return nil, nil
+	}
+	ids, err := s.Rows.Pool().CarryingIDs(ctx, cpids)
+	if err != nil {
+		return nil, fmt.Errorf("changes carrying CPIDs: %w", err)
+	}
+	return nonEmpty(DropIDs(ids, "")), nil
+}
+
+// LinkedChanges returns the changes, other than change, that a CPID is
+// linked to through the merge DAG: with ancestors, the changes whose CPIDs
+// it descends from (its origins); otherwise the changes whose CPIDs
+// descend from it (what it went on to cause). Newest first.
+func (s ReadService) LinkedChanges(ctx context.Context, change, cpid string, ancestors bool) ([]ChangeRow, error) {
+	var out []ChangeRow
+	err := s.Rows.Snapshot(ctx, func(r ChangeRows) error {
+		ids, err := r.LinkedIDs(ctx, cpid, ancestors)
+		if err != nil {
+			return err
+		}
+		out, err = changesByID(ctx, r, DropIDs(ids, "", change))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("linked changes of %s: %w", cpid, err)
+	}
+	return out, nil
+}
+
+// nonEmpty is ids, nil when it holds none: what an engine read as an
+// empty list reads as none, whichever engine read it.
+func nonEmpty(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return slices.Clip(ids)
+}
