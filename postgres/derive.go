@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/blocks"
 )
 
 var _ cpid.DerivedStore = (*Store)(nil)
@@ -70,7 +73,11 @@ func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
 }
 
 // ScanWrites calls fn for the writes q selects, in the order the apiserver
-// received them, then id (cpid.DerivedStore).
+// received them, then id (cpid.DerivedStore). Bodies are cut from their
+// blocks here, not through the view audit_bodies: the view detoasts the
+// whole compressed block for each body it cuts (a block holds a hundred
+// bodies or more), where consecutive writes share a block, fetched once
+// (blockCache).
 func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.WriteEvent) error) error {
 	var plain, pairs []string
 	for _, r := range q.Ignored {
@@ -84,8 +91,8 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		e.namespace, e.name, e.uid, e.resource_version, e.username, e.user_agent, COALESCE(e.code, 0),
 		e.received_ns, e.stage_ns, COALESCE(e.cpid, ''), e.cpid_ancestors, COALESCE(e.traceparent, ''), e.owner_refs,
 		CASE WHEN strpos(e.annotations, 'apiserver.latency.k8s.io/') > 0 THEN e.annotations END,
-		CASE WHEN e.resource = ANY($6) THEN b.response_object END, b.request_object, f.path
-		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id JOIN files f ON f.id = e.file_id
+		e.resource = ANY($6), r.block_id, r."offset", r.request_len, r.response_len, f.path
+		FROM audit_events e LEFT JOIN audit_body_refs r ON r.event_id = e.id JOIN files f ON f.id = e.file_id
 		WHERE e.received_ns > $1 AND e.id <= $2 AND e.cluster = $3
 		  AND e.stage IN ('ResponseComplete', 'Panic') AND e.verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')
 		  AND NOT e.resource = ANY($4) AND NOT (e.resource || '/' || e.subresource) = ANY($5)
@@ -94,20 +101,70 @@ func (s *Store) ScanWrites(ctx context.Context, q cpid.WriteScan, fn func(*cpid.
 		return err
 	}
 	defer rows.Close()
+	var bc blockCache
 	for rows.Next() {
 		e := new(cpid.WriteEvent)
-		var anc, owners, latency, resp, req *string
+		var anc, owners, latency *string
+		var wantResp bool
+		var block, off, reqLen, respLen *int64
 		if err := rows.Scan(&e.ID, &e.AuditID, &e.Verb, &e.APIGroup, &e.Resource, &e.Subresource,
 			&e.Namespace, &e.Name, &e.UID, &e.ResourceVersion, &e.Username, &e.UserAgent, &e.Code, &e.ReceivedNS,
-			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &latency, &resp, &req, &e.File); err != nil {
+			&e.StageNS, &e.CPID, &anc, &e.Traceparent, &owners, &latency, &wantResp, &block, &off, &reqLen, &respLen,
+			&e.File); err != nil {
 			return err
 		}
-		e.Ancestors, e.OwnerRefs, e.Latency, e.Response, e.Request = raw(anc), raw(owners), raw(latency), raw(resp), raw(req)
+		e.Ancestors, e.OwnerRefs, e.Latency = raw(anc), raw(owners), raw(latency)
+		if block != nil && (reqLen != nil || wantResp && respLen != nil) {
+			data, err := bc.get(ctx, s.pool, *block)
+			if err != nil {
+				return err
+			}
+			lens := [3]int64{-1, -1, -1}
+			if reqLen != nil {
+				lens[0] = *reqLen
+			}
+			if respLen != nil {
+				lens[1] = *respLen
+			}
+			// Copies: an event outlives the block's place in the cache.
+			if b := blocks.Part(data, *off, lens, 0); len(b) > 0 {
+				e.Request = bytes.Clone(b)
+			}
+			if b := blocks.Part(data, *off, lens, 1); wantResp && len(b) > 0 {
+				e.Response = bytes.Clone(b)
+			}
+		}
 		if err := fn(e); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
+}
+
+// blockCache holds the last few body blocks a scan read: the writes come
+// in receive order, close to the order their bodies were packed, so
+// consecutive writes mostly share a block.
+type blockCache struct {
+	ids  [4]int64
+	data [4][]byte
+	next int
+}
+
+// get returns the content of block id, read from the database (on a
+// connection of the pool, beside the scan's) when it is not cached.
+func (c *blockCache) get(ctx context.Context, pool *pgxpool.Pool, id int64) ([]byte, error) {
+	for i, x := range c.ids {
+		if x == id && c.data[i] != nil {
+			return c.data[i], nil
+		}
+	}
+	var data []byte
+	if err := pool.QueryRow(ctx, `SELECT data FROM body_blocks WHERE id = $1`, id).Scan(&data); err != nil {
+		return nil, fmt.Errorf("read body block %d: %w", id, err)
+	}
+	c.ids[c.next], c.data[c.next] = id, data
+	c.next = (c.next + 1) % len(c.ids)
+	return data, nil
 }
 
 func raw(s *string) json.RawMessage {
@@ -254,7 +311,6 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	if err := d.begin(ctx); err != nil {
 		return err
 	}
-	var b pgx.Batch
 	if d.reset {
 		// A full rebuild cleared the cluster's revisions first: every row
 		// is new, so they go in with COPY, the bulk path.
@@ -265,34 +321,17 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		if _, err := d.tx.CopyFrom(ctx, pgx.Identifier{"revisions"}, revisionColumns, pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("copy revisions: %w", err)
 		}
-	} else {
-		for i := range out.Writes {
-			b.Queue(`INSERT INTO revisions(`+strings.Join(revisionColumns, ", ")+`)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
-				ON CONFLICT (event_id) DO UPDATE SET api_group = excluded.api_group, resource = excluded.resource,
-				namespace = excluded.namespace, name = excluded.name, seq = excluded.seq, order_by = excluded.order_by,
-				attempt = excluded.attempt, stage_ns = excluded.stage_ns, writer = excluded.writer,
-				writer_is_user = excluded.writer_is_user, cpid = excluded.cpid, cpid_origin = excluded.cpid_origin,
-				cause_event_id = excluded.cause_event_id, cause_rule = excluded.cause_rule, change_id = excluded.change_id,
-				hop_ns = excluded.hop_ns, cluster = excluded.cluster, explain = excluded.explain,
-				explain_detail = excluded.explain_detail, confidence = excluded.confidence`,
-				revisionRow(&out.Writes[i], d.cluster)...)
+	} else if len(out.Writes) > 0 {
+		if err := upsertRevisions(ctx, d.tx, out.Writes, d.cluster); err != nil {
+			return err
 		}
 	}
-	for _, c := range out.Changes {
-		b.Queue(`INSERT INTO changes(id, event_id, started_ns, settled_ns, "user", verb, api_group, resource,
-			subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
-			SELECT $1, id, $2, stage_ns, username, verb, api_group, resource, subresource,
-				CASE WHEN resource = 'namespaces' AND api_group = '' THEN '' ELSE namespace END, name, 0, 0, cluster, $4, $5, $6
-			FROM audit_events WHERE id = $3
-			ON CONFLICT (id) DO UPDATE SET event_id = excluded.event_id, started_ns = excluded.started_ns,
-			settled_ns = excluded.settled_ns, "user" = excluded."user", verb = excluded.verb, api_group = excluded.api_group,
-			resource = excluded.resource, subresource = excluded.subresource, namespace = excluded.namespace,
-			name = excluded.name, writes = 0, objects = 0, slowest_hop_ns = NULL, slowest_hop_event_id = NULL,
-			cluster = excluded.cluster, trigger = excluded.trigger, trigger_detail = excluded.trigger_detail,
-			traceparent = excluded.traceparent`,
-			c.ID, c.StartNS, c.EventID, string(c.Trigger), c.Detail, c.Traceparent)
+	if len(out.Changes) > 0 {
+		if err := upsertChanges(ctx, d.tx, out.Changes); err != nil {
+			return err
+		}
 	}
+	var b pgx.Batch
 	for _, a := range out.Anomalies {
 		b.Queue(`INSERT INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (kind, event_id) DO NOTHING`,
@@ -303,41 +342,13 @@ func (d *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (span_id) DO NOTHING`,
 			x.SpanID, x.ParentID, x.CPID, x.Service, x.Name, x.StartNS, x.EndNS, cpid.JSONText(x.Attrs), x.LogID, d.cluster)
 	}
-	for _, m := range out.Mergelogs {
-		b.Queue(`INSERT INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES ($1,$2,$3,$4,$5,$6)
-			ON CONFLICT (cluster, cpid, origin) DO NOTHING RETURNING id`,
-			m.CPID, m.TimeNS, m.Service, string(m.Origin), orNil(m.EventID), d.cluster)
-	}
-	br := d.tx.SendBatch(ctx, &b)
-	queued := len(out.Changes) + len(out.Anomalies) + len(out.Spans)
-	if !d.reset {
-		queued += len(out.Writes)
-	}
-	for range queued {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
+	if b.Len() > 0 {
+		if err := d.tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
 	}
-	var sources pgx.Batch
-	for _, m := range out.Mergelogs {
-		var id int64
-		switch err := br.QueryRow().Scan(&id); {
-		case err == pgx.ErrNoRows:
-			continue // already stored: its sources too
-		case err != nil:
-			br.Close()
-			return err
-		}
-		for i, sc := range m.Sources {
-			sources.Queue(`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES ($1, $2, $3)`, id, i, sc)
-		}
-	}
-	if err := br.Close(); err != nil {
-		return err
-	}
-	if sources.Len() > 0 {
-		if err := d.tx.SendBatch(ctx, &sources).Close(); err != nil {
+	if len(out.Mergelogs) > 0 {
+		if err := insertMergelogs(ctx, d.tx, out.Mergelogs, d.cluster); err != nil {
 			return err
 		}
 	}
@@ -399,11 +410,7 @@ func (d *deriveTx) Renumber(ctx context.Context, ps []cpid.Placed) error {
 	if err := d.begin(ctx); err != nil {
 		return err
 	}
-	var b pgx.Batch
-	for _, p := range ps {
-		b.Queue(`UPDATE revisions SET seq = $1, order_by = $2 WHERE event_id = $3`, p.Seq, p.OrderBy, p.EventID)
-	}
-	return d.tx.SendBatch(ctx, &b).Close()
+	return renumber(ctx, d.tx, ps)
 }
 
 // Summarize sets the summaries of changes (cpid.DeriveTx); a change that
@@ -415,17 +422,7 @@ func (d *deriveTx) Summarize(ctx context.Context, cs []cpid.ChangeSummary) error
 	if err := d.begin(ctx); err != nil {
 		return err
 	}
-	var b pgx.Batch
-	for _, c := range cs {
-		var hop any
-		if c.SlowestHopEventID != 0 {
-			hop = c.SlowestHopNS
-		}
-		b.Queue(`UPDATE changes SET settled_ns = COALESCE($1, settled_ns), writes = $2, objects = $3,
-			slowest_hop_ns = $4, slowest_hop_event_id = $5 WHERE id = $6`,
-			orNil(c.SettledNS), c.Writes, c.Objects, hop, orNil(c.SlowestHopEventID), c.ID)
-	}
-	return d.tx.SendBatch(ctx, &b).Close()
+	return summarize(ctx, d.tx, cs)
 }
 
 // Finish stores the watermark and commits (cpid.DeriveTx).
