@@ -2,7 +2,10 @@ package reconstruct
 
 import (
 	"context"
+	"hash/maphash"
 	"iter"
+	"slices"
+	"strings"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -26,17 +29,25 @@ type saver struct {
 	reorder, relabel map[cpid.ObjectKey]bool
 }
 
-// book is what a bulk run knows of what it stored.
+// book is what a bulk run knows of what it stored. It holds what it needs
+// of every object and CPID the run met, to its end: 128-bit hashes
+// (hash128) rather than keys and ids, a quarter of their memory at 10M
+// events (two keys would have to share all 128 bits to be taken for one).
 type book struct {
-	changes   map[string]*changeSum
-	mergelogs map[string]bool // cpid and origin: unique without the table's index
+	changes map[string]*changeSum
+	// mergelogs holds the CPIDs and origins stored: unique without the
+	// table's index.
+	mergelogs map[[2]uint64]struct{}
+	// reorder and relabel are saver's, by their keys' hashes.
+	reorder, relabel map[[2]uint64]struct{}
 }
 
 func newSaver(tx cpid.DeriveTx, bulk bool, stepRows int) *saver {
 	sv := &saver{tx: tx, stepRows: stepRows, changes: map[string]bool{},
 		reorder: map[cpid.ObjectKey]bool{}, relabel: map[cpid.ObjectKey]bool{}}
 	if bulk {
-		sv.bulk = &book{changes: map[string]*changeSum{}, mergelogs: map[string]bool{}}
+		sv.bulk = &book{changes: map[string]*changeSum{}, mergelogs: map[[2]uint64]struct{}{},
+			reorder: map[[2]uint64]struct{}{}, relabel: map[[2]uint64]struct{}{}}
 	}
 	return sv
 }
@@ -49,9 +60,9 @@ func (sv *saver) save(ctx context.Context, d *cpid.Derived) error {
 	if b := sv.bulk; b != nil {
 		kept := d.Mergelogs[:0:0]
 		for _, m := range d.Mergelogs {
-			k := m.CPID + "\x00" + string(m.Origin)
-			if !b.mergelogs[k] {
-				b.mergelogs[k] = true
+			k := hash128(m.CPID, string(m.Origin))
+			if _, ok := b.mergelogs[k]; !ok {
+				b.mergelogs[k] = struct{}{}
 				kept = append(kept, m)
 			}
 		}
@@ -61,8 +72,8 @@ func (sv *saver) save(ctx context.Context, d *cpid.Derived) error {
 			if x.ChangeID != "" {
 				c := b.changes[x.ChangeID]
 				if c == nil {
-					c = &changeSum{objects: map[cpid.ObjectKey]bool{}}
-					b.changes[x.ChangeID] = c
+					c = &changeSum{objects: map[uint64]struct{}{}}
+					b.changes[strings.Clone(x.ChangeID)] = c // not the row's texts
 				}
 				c.add(x)
 			}
@@ -77,11 +88,21 @@ func (sv *saver) save(ctx context.Context, d *cpid.Derived) error {
 			sv.changes[c.ID] = true
 		}
 	}
-	for k := range d.Reorder {
-		sv.reorder[k] = true
-	}
-	for k := range d.Relabel {
-		sv.relabel[k] = true
+	switch b := sv.bulk; {
+	case b != nil:
+		for k := range d.Reorder {
+			b.reorder[keyHash128(k)] = struct{}{}
+		}
+		for k := range d.Relabel {
+			b.relabel[keyHash128(k)] = struct{}{}
+		}
+	default:
+		for k := range d.Reorder {
+			sv.reorder[k] = true
+		}
+		for k := range d.Relabel {
+			sv.relabel[k] = true
+		}
 	}
 	if err := sv.tx.Save(ctx, d); err != nil {
 		return err
@@ -102,17 +123,18 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 	if err := sv.step(ctx); err != nil {
 		return err
 	}
-	var placed []cpid.Placed
-	if sv.bulk != nil {
+	var placed places
+	if b := sv.bulk; b != nil {
 		// One read of what was stored, object by object: memory for the
-		// places that change, not for every write of the run.
-		if len(sv.reorder)+len(sv.relabel) > 0 {
+		// places that change (16 bytes each), not for every write of the
+		// run.
+		if len(b.reorder)+len(b.relabel) > 0 {
 			err := sv.tx.Objects(ctx, func(k cpid.ObjectKey, rs []cpid.Placed) error {
-				switch {
-				case sv.reorder[k]:
-					placed = append(placed, place(rs, true)...)
-				case sv.relabel[k]:
-					placed = append(placed, place(rs, false)...)
+				h := keyHash128(k)
+				if _, ok := b.reorder[h]; ok {
+					placed.add(place(rs, true))
+				} else if _, ok := b.relabel[h]; ok {
+					placed.add(place(rs, false))
 				}
 				return nil
 			})
@@ -126,7 +148,7 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 			if err != nil {
 				return err
 			}
-			placed = append(placed, place(rs, true)...)
+			placed.add(place(rs, true))
 		}
 		for k := range sv.relabel {
 			if sv.reorder[k] {
@@ -136,12 +158,16 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 			if err != nil {
 				return err
 			}
-			placed = append(placed, place(rs, false)...)
+			placed.add(place(rs, false))
 		}
 	}
-	for part := range sv.parts(len(placed)) {
-		if err := sv.tx.Renumber(ctx, placed[part[0]:part[1]]); err != nil {
-			return err
+	for part := range sv.parts(len(placed.rows)) {
+		// A bulk run's one part goes to the store in pieces of
+		// placesPiece rows, each made from the compact list as it goes.
+		for i := part[0]; i < part[1]; i += placesPiece {
+			if err := sv.tx.Renumber(ctx, placed.slice(i, min(i+placesPiece, part[1]))); err != nil {
+				return err
+			}
 		}
 		if err := sv.step(ctx); err != nil {
 			return err
@@ -160,7 +186,7 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 			if err != nil {
 				return err
 			}
-			c := changeSum{objects: map[cpid.ObjectKey]bool{}}
+			c := changeSum{objects: map[uint64]struct{}{}}
 			for i := range ws {
 				c.add(&ws[i])
 			}
@@ -235,9 +261,13 @@ func place(rs []cpid.Placed, reorder bool) []cpid.Placed {
 // changeSum adds up the writes of a change (its attempts, failed writes,
 // are not part of it).
 type changeSum struct {
-	settled  int64
-	writes   int
-	objects  map[cpid.ObjectKey]bool
+	settled int64
+	writes  int
+	// objects holds the 64-bit hashes of the keys of the objects written
+	// (keyHash): a fifth of the memory of the keys, which a full rebuild
+	// holds for every change to its end; two keys of one change would have
+	// to share a hash to be counted once.
+	objects  map[uint64]struct{}
 	hop      int64
 	hopEvent int64 // 0: no write of the change has a cause
 }
@@ -248,7 +278,7 @@ func (c *changeSum) add(x *cpid.Write) {
 	}
 	c.settled = max(c.settled, x.StageNS)
 	c.writes++
-	c.objects[x.Key] = true
+	c.objects[keyHash(x.Key)] = struct{}{}
 	if x.CauseEventID != 0 && (c.hopEvent == 0 || x.HopNS > c.hop || x.HopNS == c.hop && x.EventID < c.hopEvent) {
 		c.hop, c.hopEvent = x.HopNS, x.EventID
 	}
@@ -262,4 +292,74 @@ func (c *changeSum) summary(id string) cpid.ChangeSummary {
 		s.SlowestHopNS, s.SlowestHopEventID = c.hop, c.hopEvent
 	}
 	return s
+}
+
+var keySeed = maphash.MakeSeed()
+
+// keyHash is a 64-bit hash of an object's key, within one process.
+func keyHash(k cpid.ObjectKey) uint64 {
+	var h maphash.Hash
+	h.SetSeed(keySeed)
+	for _, s := range [...]string{k.Group, k.Resource, k.Namespace, k.Name} {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
+var keySeed2 = maphash.MakeSeed()
+
+// hash128 is a 128-bit hash of strings (two 64-bit ones with seeds of
+// their own), within one process.
+func hash128(ss ...string) [2]uint64 {
+	var out [2]uint64
+	for i, seed := range [2]maphash.Seed{keySeed, keySeed2} {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		for _, s := range ss {
+			h.WriteString(s)
+			h.WriteByte(0)
+		}
+		out[i] = h.Sum64()
+	}
+	return out
+}
+
+// keyHash128 is hash128 of an object's key.
+func keyHash128(k cpid.ObjectKey) [2]uint64 { return hash128(k.Group, k.Resource, k.Namespace, k.Name) }
+
+// places are the places that change, compact: a full rebuild of 10M
+// synthetic events turns 2.7M writes to time order at its end.
+type places struct {
+	rows []placeRow
+	by   []string // the OrderBy values, by index
+}
+
+type placeRow struct {
+	eventID int64
+	seq     int32
+	by      uint8
+}
+
+// placesPiece is how many places go to the store at once.
+const placesPiece = 1 << 16
+
+func (p *places) add(ps []cpid.Placed) {
+	for _, x := range ps {
+		i := slices.Index(p.by, x.OrderBy)
+		if i < 0 {
+			i = len(p.by)
+			p.by = append(p.by, x.OrderBy)
+		}
+		p.rows = append(p.rows, placeRow{eventID: x.EventID, seq: int32(x.Seq), by: uint8(i)})
+	}
+}
+
+// slice is rows i to j as the store takes them.
+func (p *places) slice(i, j int) []cpid.Placed {
+	out := make([]cpid.Placed, 0, j-i)
+	for _, r := range p.rows[i:j] {
+		out = append(out, cpid.Placed{EventID: r.eventID, Seq: int(r.seq), OrderBy: p.by[r.by]})
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cpid-dev/cpid"
@@ -232,18 +233,37 @@ const prefixUID = "#uid/"
 // incremental run reads a saved one (same encoding, MarshalState's); those
 // still spilled at the end are saved with the others. When the spill cannot
 // be written, the objects stay in memory and the engine evicts no more.
+//
+// The lazy parts of memory (an owner's latest dependents, a change's
+// latest write...) are evicted whole once one holds more than maxObjects
+// entries.
 func (s *State) evict() {
-	if s.maxObjects <= 0 || len(s.objects) <= s.maxObjects || s.spillErr != nil {
+	if s.maxObjects <= 0 || s.spillErr != nil {
 		return
 	}
-	if s.spill == nil {
-		sp, err := newSpill(s.spillDir)
-		if err != nil {
-			s.spillErr = err
-			return
-		}
-		s.spill = sp
+	if len(s.objects) > s.maxObjects && s.spilling() {
+		s.evictObjects()
 	}
+	m := &s.mem
+	for _, l := range [...]lazyPart{&m.Children, &m.LatestPods, &m.ChangeLast} {
+		if l.len() > s.maxObjects && s.spilling() {
+			if err := l.evict(s.spill); err != nil {
+				s.spillErr = err
+			}
+		}
+	}
+}
+
+// spilling makes the spill, once: false when it cannot.
+func (s *State) spilling() bool {
+	if s.spill == nil && s.spillErr == nil {
+		s.spill, s.spillErr = newSpill(s.spillDir)
+	}
+	return s.spillErr == nil
+}
+
+// evictObjects evicts the half of the objects met least recently (evict).
+func (s *State) evictObjects() {
 	ticks := make([]uint64, 0, len(s.objects))
 	for _, o := range s.objects {
 		ticks = append(ticks, o.used)
@@ -294,6 +314,14 @@ func (s *State) closeSpill() {
 	if s.spill != nil {
 		s.spill.Close()
 		s.spill = nil
+	}
+}
+
+// unspilled drops the evicted entry of key, if there is one: the engine
+// sets it anew.
+func (s *State) unspilled(key string) {
+	if _, _, err := s.spill.take(key); err != nil && s.loadErr == nil {
+		s.loadErr = fmt.Errorf("read back an evicted object: %s: %w", key, err)
 	}
 }
 
@@ -353,8 +381,11 @@ func newMemory() memory {
 
 // lazyPart is a lazy map of memory, of whatever values.
 type lazyPart interface {
+	attach(*State)
 	restore(*State)
 	save(func(cpid.ObjectState) error) error
+	len() int
+	evict(*spill) error
 }
 
 // lazies are the lazy parts of m, to restore and to save.
@@ -503,12 +534,16 @@ func (en *Engine) Drain() cpid.Derived {
 
 // NewEngine returns an engine with an empty state and graph.
 func NewEngine() *Engine {
-	return &Engine{
+	en := &Engine{
 		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, mem: newMemory()},
 		Graph:    NewGraph(),
 		recorded: map[string]uint8{},
 		Bodies:   map[string]*[2]int{},
 	}
+	for _, l := range en.mem.lazies() {
+		l.attach(&en.State)
+	}
+	return en
 }
 
 func originBit(o cpid.Origin) uint8 {
@@ -519,6 +554,17 @@ func originBit(o cpid.Origin) uint8 {
 		return 2
 	}
 	return 4
+}
+
+// record notes m's origin among those recorded for its CPID.
+func (en *Engine) record(m cpid.Mergelog) {
+	c := m.CPID
+	if _, ok := en.recorded[c]; !ok {
+		// Held to the run's end: not a substring of the scanned row's
+		// texts, which it would keep whole.
+		c = strings.Clone(c)
+	}
+	en.recorded[c] |= originBit(m.Origin)
 }
 
 // has reports whether a mergelog of that origin was recorded for cpid; a
@@ -547,7 +593,7 @@ func (en *Engine) AddMergelog(m cpid.Mergelog) error {
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
-	en.recorded[m.CPID] |= originBit(m.Origin)
+	en.record(m)
 	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m})
 	return nil
 }
@@ -602,6 +648,7 @@ func (en *Engine) Process(e *Event) {
 	key := e.Key()
 	o := en.Object(key)
 	if o == nil {
+		key.Name = strings.Clone(key.Name) // not the scanned row's texts
 		o = &Object{Key: key, used: en.tick}
 		en.objects[key] = o
 	}
@@ -934,7 +981,7 @@ func (en *Engine) emit(e *Event, m cpid.Mergelog) {
 			Detail: fmt.Sprintf("mergelog %v -> %s refused: %v", m.Sources, m.CPID, err)})
 		return
 	}
-	en.recorded[m.CPID] |= originBit(m.Origin)
+	en.record(m)
 	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, EventID: e.ID})
 }
 
@@ -942,8 +989,10 @@ func (en *Engine) emit(e *Event, m cpid.Mergelog) {
 // flags anomalies.
 func (en *Engine) learn(o *Object, e *Event) {
 	if e.UID != "" && e.Subresource == "" {
-		o.UID = e.UID
-		en.byUID[e.UID] = o.Key
+		if o.UID != e.UID {
+			o.UID = strings.Clone(e.UID) // not the scanned row's text
+		}
+		en.byUID[o.UID] = o.Key
 	}
 	if e.OwnerRefs != nil {
 		o.OwnerRefs = e.OwnerRefs

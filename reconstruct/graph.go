@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -366,6 +367,9 @@ func (g *Graph) Mergelog(cid string) (cpid.Mergelog, bool) {
 
 // newNode interns name with the given ord.
 func (g *Graph) newNode(name string, ord int64) int32 {
+	// The graph holds its names to the run's end: not substrings of the
+	// scanned rows' texts, which they would keep whole.
+	name = strings.Clone(name)
 	var id int32
 	if k := len(g.free); k > 0 {
 		id = g.free[k-1]

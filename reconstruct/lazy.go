@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -17,8 +18,9 @@ import (
 type lazy[V any] struct {
 	prefix string
 	m      map[string]V
-	// state, when set, reads the saved entries (a restored engine's);
-	// absent holds the keys it did not find.
+	// state is the engine's (attach): its spill holds the entries evicted
+	// (State.evict), and a restored engine's the saved ones; absent holds
+	// the keys not saved.
 	state  *State
 	absent map[string]bool
 }
@@ -32,7 +34,14 @@ func (l *lazy[V]) Get(k string) (V, bool) {
 	}
 	var zero V
 	s := l.state
-	if s == nil || l.absent[k] {
+	if s == nil {
+		return zero, false
+	}
+	if v, ok := unspill[V](s, l.prefix+k); ok {
+		l.m[k] = v
+		return v, true
+	}
+	if s.saved == nil || l.absent[k] {
 		return zero, false
 	}
 	v, ok := savedRow[V](s, s.saved.Object, l.prefix+k)
@@ -46,12 +55,42 @@ func (l *lazy[V]) Get(k string) (V, bool) {
 	return v, true
 }
 
-// Set sets the entry of k.
-func (l *lazy[V]) Set(k string, v V) { l.m[k] = v }
+// Set sets the entry of k (an evicted one is dropped).
+func (l *lazy[V]) Set(k string, v V) {
+	if _, ok := l.m[k]; !ok {
+		if l.state != nil && l.state.spill != nil {
+			l.state.unspilled(l.prefix + k)
+		}
+		k = strings.Clone(k) // held: not a substring of a scanned row's texts
+	}
+	l.m[k] = v
+}
+
+// attach makes l the engine's, with s its state.
+func (l *lazy[V]) attach(s *State) { l.state = s }
 
 // restore makes l read the entries saved before from s.
 func (l *lazy[V]) restore(s *State) {
 	l.state, l.absent = s, map[string]bool{}
+}
+
+func (l *lazy[V]) len() int { return len(l.m) }
+
+// evict moves every entry to the spill (State.evict): those met again are
+// read back.
+func (l *lazy[V]) evict(sp *spill) error {
+	for k, v := range l.m {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", l.prefix, k, err)
+		}
+		sp.put(l.prefix+k, "", b)
+	}
+	if err := sp.flush(); err != nil {
+		return err
+	}
+	l.m = map[string]V{}
+	return nil
 }
 
 // save hands on the entries this engine met (all of them, unless it was

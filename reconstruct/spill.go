@@ -29,12 +29,19 @@ type spill struct {
 	at   map[uint64]int64
 	// clash holds the keys whose hash another spilled key has.
 	clash map[string]int64
-	// pending is what put was given since the last flush, and pendKeys
-	// the keys and offsets of its records, indexed once they are written.
+	// pending is what put was given and did not write yet; wrote is what
+	// it wrote after end since the last flush, werr why it could not, and
+	// pendKeys are the keys and offsets of those records, indexed once
+	// flush has written them all.
 	pending  []byte
+	wrote    int64
+	werr     error
 	pendKeys []spilled
 	buf      []byte
 }
+
+// spillChunk is how much put holds before it writes.
+const spillChunk = 1 << 20
 
 type spilled struct {
 	key string
@@ -65,7 +72,7 @@ func (s *spill) hash(key string) uint64 { return maphash.String(s.seed, key) }
 // put spills an entry; the key must not be spilled already (an entry read
 // back is taken out). It is written, and found, once flush returns.
 func (s *spill) put(key, uid string, data []byte) {
-	off := s.end + int64(len(s.pending))
+	off := s.end + s.wrote + int64(len(s.pending))
 	s.pending = binary.LittleEndian.AppendUint32(s.pending, uint32(len(data)))
 	s.pending = binary.LittleEndian.AppendUint32(s.pending, uint32(len(key)))
 	s.pending = binary.LittleEndian.AppendUint32(s.pending, uint32(len(uid)))
@@ -73,17 +80,32 @@ func (s *spill) put(key, uid string, data []byte) {
 	s.pending = append(s.pending, uid...)
 	s.pending = append(s.pending, data...)
 	s.pendKeys = append(s.pendKeys, spilled{key, off})
+	if len(s.pending) >= spillChunk {
+		s.write()
+	}
+}
+
+// write writes what put holds.
+func (s *spill) write() {
+	if s.werr == nil {
+		if _, err := s.f.WriteAt(s.pending, s.end+s.wrote); err != nil {
+			s.werr = err
+		}
+		s.wrote += int64(len(s.pending))
+	}
+	s.pending = s.pending[:0]
 }
 
 // flush writes what put was given since the last flush, and indexes it.
 // When it cannot, none of it is spilled.
 func (s *spill) flush() error {
-	if len(s.pending) == 0 {
+	if len(s.pendKeys) == 0 {
 		return nil
 	}
-	_, err := s.f.WriteAt(s.pending, s.end)
+	s.write()
+	err := s.werr
 	if err == nil {
-		s.end += int64(len(s.pending))
+		s.end += s.wrote
 		for _, p := range s.pendKeys {
 			h := s.hash(p.key)
 			if _, ok := s.at[h]; ok {
@@ -93,7 +115,8 @@ func (s *spill) flush() error {
 			}
 		}
 	}
-	s.pending, s.pendKeys = s.pending[:0], s.pendKeys[:0]
+	clear(s.pendKeys) // their keys
+	s.pendKeys, s.wrote, s.werr = s.pendKeys[:0], 0, nil
 	if err != nil {
 		return fmt.Errorf("spill: %w", err)
 	}

@@ -269,6 +269,6 @@ func (en *Engine) RestoreMergelog(m cpid.Mergelog) error {
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
-	en.recorded[m.CPID] |= originBit(m.Origin)
+	en.record(m)
 	return nil
 }
