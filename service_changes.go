@@ -7,12 +7,13 @@ import (
 	"strings"
 )
 
-// The read service's reads of changes. Each engine implements
+// The read service's reads of changes and their graphs. Each engine implements
 // ChangeRows, a statement a method; ReadService decides what to read next
 // from what was read, within one snapshot where a read takes several
 // statements, and holds the defaults, orders, limits and not-found errors.
 
-// ChangeRows are an engine's reads behind ReadService's changes: each method runs one statement, in the view's
+// ChangeRows are an engine's reads behind ReadService's changes and
+// graphs: each method runs one statement, in the view's
 // cluster where it reads changes, and hands back its rows or its values.
 // RowReader.Pool gives them each on its own, RowReader.Snapshot within one
 // read-only transaction.
@@ -39,6 +40,19 @@ type ChangeRows interface {
 	// writes that carry one of these CPIDs (at least one), sorted, each
 	// once.
 	CarryingIDs(ctx context.Context, cpids []string) ([]string, error)
+	// GraphObjectRows reads the columns of GraphObjectColumns for the
+	// writes of a change that carry a CPID, a row for each CPID, object
+	// and writer, in the order of their first write (stage_ns, event_id).
+	GraphObjectRows(ctx context.Context, change string, row func(RowScan) error) error
+	// MergeRows reads the columns of MergeColumns for the mergelogs of
+	// these CPIDs (at least one), a row for each source (one with source
+	// "" for a mergelog without), by ts_ns, mergelog id, then the
+	// sources' position.
+	MergeRows(ctx context.Context, cpids []string, row func(RowScan) error) error
+	// CarrierRows reads (cpid, change id or "") for the writes that carry
+	// one of these CPIDs (at least one), each pair once, by cpid, then
+	// change id.
+	CarrierRows(ctx context.Context, cpids []string, row func(RowScan) error) error
 }
 
 // ChangeColumns are the columns of ChangeRows.ChangeRowsByID, in order:
@@ -46,6 +60,16 @@ type ChangeRows interface {
 // first write when its resource is no built-in one ("" otherwise).
 const ChangeColumns = "id, started_ns, settled_ns, user, user_agent, verb, kind, api_group, resource, subresource, " +
 	"namespace, name, writes, objects, slowest_hop_ns, cluster, trigger, trigger_detail, traceparent"
+
+// GraphObjectColumns are the columns of ChangeRows.GraphObjectRows, in
+// order: the CPID, the cpid_origin of its first write ("" for none), the
+// object (api_group, resource, namespace, name), the writer, its
+// successful writes, its failed writes, and the stage_ns of its first.
+const GraphObjectColumns = "cpid, origin, api_group, resource, namespace, name, writer, writes, attempts, first_ns"
+
+// MergeColumns are the columns of ChangeRows.MergeRows, in order: the
+// mergelog's id, its CPID, origin, service, ts_ns, and a source CPID.
+const MergeColumns = "id, cpid, origin, service, ts_ns, source_cpid"
 
 // changePage is q as ChangePage reads it: a sort and a limit always given,
 // the text filters in lower case.
@@ -164,4 +188,69 @@ func nonEmpty(ids []string) []string {
 		return nil
 	}
 	return slices.Clip(ids)
+}
+
+// ChangeGraph reads the CPIDs of a change, the objects each touched and
+// their merges, and the changes that carry the merges' sources from
+// outside it, in one snapshot; an unknown change is an ENOTFOUND error.
+func (s ReadService) ChangeGraph(ctx context.Context, change string) (ChangeGraph, error) {
+	b := NewGraphBuilder(change)
+	err := s.Rows.Snapshot(ctx, func(r ChangeRows) error {
+		err := r.GraphObjectRows(ctx, change, func(scan RowScan) error {
+			var cpid, origin, writer string
+			var o GraphObject
+			var writes, attempts int
+			var first int64
+			if err := scan(&cpid, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer, &writes, &attempts, &first); err != nil {
+				return err
+			}
+			b.Object(cpid, origin, o, writer, writes, attempts, first)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("graph of change %s: %w", change, err)
+		}
+		cpids := b.CPIDs()
+		if len(cpids) == 0 {
+			// No CPID: a change of writes that carry none, or no change.
+			ok, err := r.ChangeExists(ctx, change)
+			if err != nil {
+				return fmt.Errorf("graph of change %s: %w", change, err)
+			}
+			if !ok {
+				return NoChange(change)
+			}
+			return nil
+		}
+		err = r.MergeRows(ctx, cpids, func(scan RowScan) error {
+			var id int64
+			var cpid, src string
+			var m Merge
+			if err := scan(&id, &cpid, &m.Origin, &m.Service, &m.TimeNS, &src); err != nil {
+				return err
+			}
+			b.Merge(id, cpid, m, src)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("merges of change %s: %w", change, err)
+		}
+		srcs := b.Outside()
+		if len(srcs) == 0 {
+			return nil
+		}
+		err = r.CarrierRows(ctx, srcs, func(scan RowScan) error {
+			var cpid, carrier string
+			if err := scan(&cpid, &carrier); err != nil {
+				return err
+			}
+			b.Carried(cpid, carrier)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("changes of merge sources: %w", err)
+		}
+		return nil
+	})
+	return b.Graph(), err
 }

@@ -274,71 +274,32 @@ func (s *Store) LinkedChanges(ctx context.Context, change, id string, ancestors 
 	return cpid.ReadService{Rows: s}.LinkedChanges(ctx, change, id, ancestors)
 }
 
-// ChangeGraph reads the CPIDs, merges and objects of a change.
+// ChangeGraph reads the CPIDs, merges and objects of a change
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangeGraph(ctx context.Context, change string) (cpid.ChangeGraph, error) {
-	b := cpid.NewGraphBuilder(change)
-	err := s.snapshot(ctx, func(db reader) error {
-		rows, err := db.Query(ctx, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
-			r.name, r.writer, sum(CASE WHEN r.attempt = 0 THEN 1 ELSE 0 END), sum(r.attempt), min(r.stage_ns)
-			FROM revisions r WHERE r.change_id = $1 AND r.cpid IS NOT NULL
-			GROUP BY r.cpid, r.api_group, r.resource, r.namespace, r.name, r.writer
-			ORDER BY min(r.stage_ns), (array_agg(r.event_id ORDER BY r.stage_ns, r.event_id))[1]`, change)
-		if err != nil {
-			return fmt.Errorf("graph of change %s: %w", change, err)
-		}
-		var id, origin, writer string
-		var o cpid.GraphObject
-		var writes, attempts int
-		var first int64
-		_, err = pgx.ForEachRow(rows, []any{&id, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer,
-			&writes, &attempts, &first}, func() error {
-			b.Object(id, origin, o, writer, writes, attempts, first)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		ids := b.CPIDs()
-		if len(ids) == 0 {
-			var known bool
-			if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM changes WHERE id = $1)`, change).Scan(&known); err != nil {
-				return err
-			}
-			if !known {
-				return cpid.NoChange(change)
-			}
-			return nil
-		}
-		rows, err = db.Query(ctx, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
-			FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
-			WHERE m.cpid = ANY($1) ORDER BY m.ts_ns, m.id, x.pos`, ids)
-		if err != nil {
-			return fmt.Errorf("merges of change %s: %w", change, err)
-		}
-		var mid int64
-		var m cpid.Merge
-		var src string
-		_, err = pgx.ForEachRow(rows, []any{&mid, &id, &m.Origin, &m.Service, &m.TimeNS, &src}, func() error {
-			b.Merge(mid, id, m, src)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		srcs := b.Outside()
-		if len(srcs) == 0 {
-			return nil
-		}
-		rows, err = db.Query(ctx, `SELECT DISTINCT cpid COLLATE "C", COALESCE(change_id, '') COLLATE "C" FROM revisions
-			WHERE cpid = ANY($1) ORDER BY 1, 2`, srcs)
-		if err != nil {
-			return fmt.Errorf("changes of merge sources: %w", err)
-		}
-		var ch string
-		_, err = pgx.ForEachRow(rows, []any{&id, &ch}, func() error { b.Carried(id, ch); return nil })
-		return err
-	})
-	return b.Graph(), err
+	return cpid.ReadService{Rows: s}.ChangeGraph(ctx, change)
+}
+
+// GraphObjectRows reads cpid.GraphObjectColumns.
+func (r reads) GraphObjectRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
+		r.name, r.writer, sum(CASE WHEN r.attempt = 0 THEN 1 ELSE 0 END), sum(r.attempt), min(r.stage_ns)
+		FROM revisions r WHERE r.change_id = $1 AND r.cpid IS NOT NULL
+		GROUP BY r.cpid, r.api_group, r.resource, r.namespace, r.name, r.writer
+		ORDER BY min(r.stage_ns), (array_agg(r.event_id ORDER BY r.stage_ns, r.event_id))[1]`, []any{change}, row)
+}
+
+// MergeRows reads cpid.MergeColumns.
+func (r reads) MergeRows(ctx context.Context, cpids []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
+		FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
+		WHERE m.cpid = ANY($1) ORDER BY m.ts_ns, m.id, x.pos`, []any{cpids}, row)
+}
+
+// CarrierRows reads the CPIDs and the changes of the writes carrying them.
+func (r reads) CarrierRows(ctx context.Context, cpids []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT DISTINCT cpid COLLATE "C", COALESCE(change_id, '') COLLATE "C" FROM revisions
+		WHERE cpid = ANY($1) ORDER BY 1, 2`, []any{cpids}, row)
 }
 
 // logColumns are the columns of a LogLine, from log_records l and files f.

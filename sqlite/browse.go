@@ -114,89 +114,10 @@ func (s *Store) LinkedChanges(ctx context.Context, change, cid string, ancestors
 	return cpid.ReadService{Rows: s}.LinkedChanges(ctx, change, cid, ancestors)
 }
 
-// ChangeGraph reads the CPIDs, merges and objects of a change.
+// ChangeGraph reads the CPIDs, merges and objects of a change
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangeGraph(ctx context.Context, change string) (cpid.ChangeGraph, error) {
-	var g cpid.ChangeGraph
-	err := s.snapshot(ctx, func(db querier) error {
-		var err error
-		g, err = changeGraph(ctx, db, change)
-		return err
-	})
-	return g, err
-}
-
-func changeGraph(ctx context.Context, db querier, change string) (cpid.ChangeGraph, error) {
-	b := cpid.NewGraphBuilder(change)
-	rows, err := db.QueryContext(ctx, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
-		r.name, r.writer, sum(r.attempt = 0), sum(r.attempt), min(r.stage_ns)
-		FROM revisions r WHERE r.change_id = ? AND r.cpid IS NOT NULL
-		GROUP BY r.cpid, r.api_group, r.resource, r.namespace, r.name, r.writer
-		ORDER BY min(r.stage_ns), r.event_id`, change)
-	if err != nil {
-		return b.Graph(), fmt.Errorf("graph of change %s: %w", change, err)
-	}
-	for rows.Next() {
-		var cid, origin, writer string
-		var o cpid.GraphObject
-		var writes, attempts int
-		var first int64
-		if err := rows.Scan(&cid, &origin, &o.APIGroup, &o.Resource, &o.Namespace, &o.Name, &writer, &writes, &attempts, &first); err != nil {
-			rows.Close()
-			return b.Graph(), err
-		}
-		b.Object(cid, origin, o, writer, writes, attempts, first)
-	}
-	if err := rows.Close(); err != nil {
-		return b.Graph(), err
-	}
-	cpids := b.CPIDs()
-	if len(cpids) == 0 {
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n); err != nil {
-			return b.Graph(), err
-		}
-		if n == 0 {
-			return b.Graph(), cpid.NoChange(change)
-		}
-		return b.Graph(), nil
-	}
-	rows, err = db.QueryContext(ctx, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
-		FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
-		WHERE m.cpid IN `+inJSON+` ORDER BY m.ts_ns, m.id, x.pos`, jsonList(cpids))
-	if err != nil {
-		return b.Graph(), fmt.Errorf("merges of change %s: %w", change, err)
-	}
-	for rows.Next() {
-		var id int64
-		var cid, src string
-		var m cpid.Merge
-		if err := rows.Scan(&id, &cid, &m.Origin, &m.Service, &m.TimeNS, &src); err != nil {
-			rows.Close()
-			return b.Graph(), err
-		}
-		b.Merge(id, cid, m, src)
-	}
-	if err := rows.Close(); err != nil {
-		return b.Graph(), err
-	}
-	srcs := b.Outside()
-	if len(srcs) == 0 {
-		return b.Graph(), nil
-	}
-	rows, err = db.QueryContext(ctx, `SELECT DISTINCT cpid, COALESCE(change_id, '') FROM revisions
-		WHERE cpid IN `+inJSON+` ORDER BY cpid, 2`, jsonList(srcs))
-	if err != nil {
-		return b.Graph(), fmt.Errorf("changes of merge sources: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var cid, ch string
-		if err := rows.Scan(&cid, &ch); err != nil {
-			return b.Graph(), err
-		}
-		b.Carried(cid, ch)
-	}
-	return b.Graph(), rows.Err()
+	return cpid.ReadService{Rows: s}.ChangeGraph(ctx, change)
 }
 
 // ChangeLogs returns, in time order, at most limit log lines of a change,
@@ -366,6 +287,28 @@ func (r reads) CarryingIDs(ctx context.Context, cpids []string) ([]string, error
 	// No condition on change_id: the planner would scan revisions_change.
 	return column(ctx, r.db, `SELECT DISTINCT COALESCE(change_id, '') FROM revisions
 		WHERE cpid IN `+inJSON+` ORDER BY 1`, jsonList(cpids))
+}
+
+// GraphObjectRows reads cpid.GraphObjectColumns.
+func (r reads) GraphObjectRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT r.cpid, COALESCE(min(r.cpid_origin), ''), r.api_group, r.resource, r.namespace,
+		r.name, r.writer, sum(r.attempt = 0), sum(r.attempt), min(r.stage_ns)
+		FROM revisions r WHERE r.change_id = ? AND r.cpid IS NOT NULL
+		GROUP BY r.cpid, r.api_group, r.resource, r.namespace, r.name, r.writer
+		ORDER BY min(r.stage_ns), r.event_id`, []any{change}, row)
+}
+
+// MergeRows reads cpid.MergeColumns.
+func (r reads) MergeRows(ctx context.Context, cpids []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT m.id, m.cpid, m.origin, m.service, m.ts_ns, COALESCE(x.source_cpid, '')
+		FROM mergelogs m LEFT JOIN mergelog_sources x ON x.mergelog_id = m.id
+		WHERE m.cpid IN `+inJSON+` ORDER BY m.ts_ns, m.id, x.pos`, []any{jsonList(cpids)}, row)
+}
+
+// CarrierRows reads the CPIDs and the changes of the writes carrying them.
+func (r reads) CarrierRows(ctx context.Context, cpids []string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT DISTINCT cpid, COALESCE(change_id, '') FROM revisions
+		WHERE cpid IN `+inJSON+` ORDER BY cpid, 2`, []any{jsonList(cpids)}, row)
 }
 
 // querier runs queries: the read pool, or a read transaction.
