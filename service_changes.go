@@ -7,13 +7,13 @@ import (
 	"strings"
 )
 
-// The read service's reads of changes and their graphs. Each engine implements
+// The read service's reads of changes, their graphs and logs. Each engine implements
 // ChangeRows, a statement a method; ReadService decides what to read next
 // from what was read, within one snapshot where a read takes several
 // statements, and holds the defaults, orders, limits and not-found errors.
 
-// ChangeRows are an engine's reads behind ReadService's changes and
-// graphs: each method runs one statement, in the view's
+// ChangeRows are an engine's reads behind ReadService's changes, graphs
+// and logs: each method runs one statement, in the view's
 // cluster where it reads changes, and hands back its rows or its values.
 // RowReader.Pool gives them each on its own, RowReader.Snapshot within one
 // read-only transaction.
@@ -53,6 +53,18 @@ type ChangeRows interface {
 	// one of these CPIDs (at least one), each pair once, by cpid, then
 	// change id.
 	CarrierRows(ctx context.Context, cpids []string, row func(RowScan) error) error
+	// ChangeWindowRow reads (started_ns, settled_ns, cluster) of a
+	// change: no row when it is not stored.
+	ChangeWindowRow(ctx context.Context, change string, row func(RowScan) error) error
+	// ChangeWriters returns the writers of a change's writes that are no
+	// user, each once, in the order of their first write.
+	ChangeWriters(ctx context.Context, change string) ([]string, error)
+	// LogRows reads the columns of LogColumns for the log lines q asks
+	// for (LogQuery).
+	LogRows(ctx context.Context, q LogQuery, row func(RowScan) error) error
+	// LogsCarry reports whether a log line of [fromNS, toNS] carries one
+	// of the CPIDs related to a change (LogQuery).
+	LogsCarry(ctx context.Context, change string, fromNS, toNS int64) (bool, error)
 }
 
 // ChangeColumns are the columns of ChangeRows.ChangeRowsByID, in order:
@@ -70,6 +82,24 @@ const GraphObjectColumns = "cpid, origin, api_group, resource, namespace, name, 
 // MergeColumns are the columns of ChangeRows.MergeRows, in order: the
 // mergelog's id, its CPID, origin, service, ts_ns, and a source CPID.
 const MergeColumns = "id, cpid, origin, service, ts_ns, source_cpid"
+
+// LogColumns are the columns of ChangeRows.LogRows, in order: a
+// LogLine's (File the path of its file).
+const LogColumns = "id, ts_ns, level, component, msg, cpid, fields, path, line"
+
+// LogQuery is what ChangeRows.LogRows reads: the log lines of [FromNS,
+// ToNS] that carry one of the CPIDs related to Change (its id, the root
+// CPID, and every CPID descending from it in the merge graph, and those
+// its writes carry), or that Cluster logged from a process that logged one of
+// them or whose file path or component (lower case) matches one of
+// Patterns (SQL LIKE); the first Limit of them by ts_ns, then id.
+type LogQuery struct {
+	Change       string
+	Cluster      string
+	FromNS, ToNS int64
+	Patterns     []string
+	Limit        int
+}
 
 // changePage is q as ChangePage reads it: a sort and a limit always given,
 // the text filters in lower case.
@@ -253,4 +283,62 @@ func (s ReadService) ChangeGraph(ctx context.Context, change string) (ChangeGrap
 		return nil
 	})
 	return b.Graph(), err
+}
+
+// ChangeLogs returns, in time order, at most limit (0: DefaultLogLines)
+// log lines of a change, every one logged in its time window, from its
+// start to LogWindowLag after it settled: those that carry one of its
+// related CPIDs (LogQuery), and every other line of its writers'
+// processes (WriterPatterns) and of the processes that logged those
+// CPIDs (instrumented controllers log more than their mergelogs). Exact
+// says that some line carries one of the CPIDs; without one
+// (uninstrumented clusters), the lines are a guess by time and process.
+// An unknown change is an ENOTFOUND error.
+func (s ReadService) ChangeLogs(ctx context.Context, change string, limit int) (ChangeLogSet, error) {
+	var set ChangeLogSet
+	limit = LogLimit(limit)
+	err := s.Rows.Snapshot(ctx, func(r ChangeRows) error {
+		q := LogQuery{Change: change, Limit: limit + 1}
+		found := false
+		err := r.ChangeWindowRow(ctx, change, func(scan RowScan) error {
+			found = true
+			return scan(&q.FromNS, &q.ToNS, &q.Cluster)
+		})
+		if err != nil {
+			return fmt.Errorf("logs of change %s: %w", change, err)
+		}
+		if !found {
+			return NoChange(change)
+		}
+		q.ToNS += LogWindowLag
+		set.FromNS, set.ToNS = q.FromNS, q.ToNS
+		ws, err := r.ChangeWriters(ctx, change)
+		if err != nil {
+			return fmt.Errorf("writers of change %s: %w", change, err)
+		}
+		set.Writers = nonEmpty(ws)
+		for _, w := range set.Writers {
+			q.Patterns = append(q.Patterns, WriterPatterns(w)...)
+		}
+		err = r.LogRows(ctx, q, func(scan RowScan) error {
+			var l LogLine
+			if err := scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line); err != nil {
+				return err
+			}
+			set.Lines = append(set.Lines, l)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("logs of change %s: %w", change, err)
+		}
+		if set.Exact, err = r.LogsCarry(ctx, change, q.FromNS, q.ToNS); err != nil {
+			return fmt.Errorf("logs of change %s: %w", change, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return set, err
+	}
+	set.Truncate(limit)
+	return set, nil
 }

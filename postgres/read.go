@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -302,73 +301,53 @@ func (r reads) CarrierRows(ctx context.Context, cpids []string, row func(cpid.Ro
 		WHERE cpid = ANY($1) ORDER BY 1, 2`, []any{cpids}, row)
 }
 
-// logColumns are the columns of a LogLine, from log_records l and files f.
-const logColumns = `l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line`
-
-func logLines(ctx context.Context, db reader, q string, args ...any) ([]cpid.LogLine, error) {
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cpid.LogLine, error) {
-		var l cpid.LogLine
-		err := r.Scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line)
-		return l, err
-	})
+// ChangeLogs returns, in time order, at most limit log lines of a change
+// (cpid.ChangeReader, through cpid.ReadService).
+func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
+	return cpid.ReadService{Rows: s}.ChangeLogs(ctx, change, limit)
 }
 
-// ChangeLogs returns, in time order, at most limit log lines of a change,
-// every one logged in its time window (from its start to a little after it
-// settled): those carrying its related CPIDs, and every other line of its
-// writers' processes and of the processes that logged those CPIDs. Exact
-// says that some line carries one of the CPIDs; without one the lines are
-// a guess by time and process.
-func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
-	var set cpid.ChangeLogSet
-	limit = cpid.LogLimit(limit)
-	err := s.snapshot(ctx, func(db reader) error {
-		var started, settled int64
-		var cluster string
-		err := db.QueryRow(ctx, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = $1`, change).Scan(&started, &settled, &cluster)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return cpid.NoChange(change)
-		}
-		if err != nil {
-			return err
-		}
-		set.FromNS, set.ToNS = started, settled+cpid.LogWindowLag
-		if set.Writers, err = strs(ctx, db, `SELECT writer FROM revisions WHERE change_id = $1 AND writer_is_user = 0
-			GROUP BY writer ORDER BY min(stage_ns)`, change); err != nil {
-			return err
-		}
-		pats := []string{}
-		for _, w := range set.Writers {
-			pats = append(pats, cpid.WriterPatterns(w)...)
-		}
-		// A line of the window is the change's if it carries one of its
-		// CPIDs, or if its process is a writer's or logged one of its CPIDs.
-		rel := walk("rel", "$1::text UNION SELECT cpid FROM revisions WHERE change_id = $1 AND cpid IS NOT NULL", false)
-		set.Lines, err = logLines(ctx, db, rel+`
-			SELECT `+logColumns+` FROM log_records l JOIN files f ON f.id = l.file_id
-			WHERE l.ts_ns BETWEEN $2 AND $3 AND (l.cpid IN (SELECT cpid FROM rel) OR l.cluster = $4 AND (
-				l.file_id IN (SELECT file_id FROM log_records WHERE cpid IN (SELECT cpid FROM rel))
-				OR lower(f.path) LIKE ANY($5) OR lower(l.component) LIKE ANY($5)))
-			ORDER BY l.ts_ns, l.id LIMIT $6`, change, set.FromNS, set.ToNS, cluster, pats, limit+1)
-		if err != nil {
-			return err
-		}
-		return db.QueryRow(ctx, rel+`
-			SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN $2 AND $3)`,
-			change, set.FromNS, set.ToNS).Scan(&set.Exact)
-	})
-	if cpid.ErrorCode(err) == cpid.ENOTFOUND {
-		return set, err
+// ChangeWindowRow reads the start, the end and the cluster of a change.
+func (r reads) ChangeWindowRow(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = $1`, []any{change}, row)
+}
+
+// ChangeWriters returns the writers of a change that are no user.
+func (r reads) ChangeWriters(ctx context.Context, change string) ([]string, error) {
+	return strs(ctx, r.db, `SELECT writer FROM revisions WHERE change_id = $1 AND writer_is_user = 0
+		GROUP BY writer ORDER BY min(stage_ns)`, change)
+}
+
+// relatedCPIDs is the WITH clause of the CPIDs related to the change $1:
+// its root's and those descending from it, and those its writes carry, as
+// the table rel(cpid).
+var relatedCPIDs = walk("rel", "$1::text UNION SELECT cpid FROM revisions WHERE change_id = $1 AND cpid IS NOT NULL", false)
+
+// LogRows reads cpid.LogColumns for the lines of q.
+func (r reads) LogRows(ctx context.Context, q cpid.LogQuery, row func(cpid.RowScan) error) error {
+	pats := q.Patterns
+	if pats == nil {
+		pats = []string{} // LIKE ANY of an empty array, not of NULL
 	}
-	if err != nil {
-		return set, fmt.Errorf("logs of change %s: %w", change, err)
-	}
-	set.Truncate(limit)
-	return set, nil
+	// A line of the window is the change's if it carries one of its
+	// CPIDs, or if its process is a writer's or logged one of its CPIDs.
+	return eachRow(ctx, r.db, relatedCPIDs+`
+		SELECT l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line
+		FROM log_records l JOIN files f ON f.id = l.file_id
+		WHERE l.ts_ns BETWEEN $2 AND $3 AND (l.cpid IN (SELECT cpid FROM rel) OR l.cluster = $4 AND (
+			l.file_id IN (SELECT file_id FROM log_records WHERE cpid IN (SELECT cpid FROM rel))
+			OR lower(f.path) LIKE ANY($5) OR lower(l.component) LIKE ANY($5)))
+		ORDER BY l.ts_ns, l.id LIMIT $6`, []any{q.Change, q.FromNS, q.ToNS, q.Cluster, pats, q.Limit}, row)
+}
+
+// LogsCarry reports whether a line of [fromNS, toNS] carries a CPID
+// related to the change.
+func (r reads) LogsCarry(ctx context.Context, change string, fromNS, toNS int64) (bool, error) {
+	var ok bool
+	err := r.db.QueryRow(ctx, relatedCPIDs+`
+		SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN $2 AND $3)`,
+		change, fromNS, toNS).Scan(&ok)
+	return ok, err
 }
 
 // ChangeSpans returns the controller spans of a change's CPIDs, by start.

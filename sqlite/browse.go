@@ -120,81 +120,10 @@ func (s *Store) ChangeGraph(ctx context.Context, change string) (cpid.ChangeGrap
 	return cpid.ReadService{Rows: s}.ChangeGraph(ctx, change)
 }
 
-// ChangeLogs returns, in time order, at most limit log lines of a change,
-// every one logged in its time window (from its start to a little after it
-// settled): those whose cpid is among the change's related CPIDs (its own
-// and every CPID descending from its root in the merge DAG), and every
-// other line of its writers' processes and of the processes that logged
-// those CPIDs (instrumented controllers log more than their mergelogs).
-// Exact says that some line carries one of the CPIDs; without one
-// (uninstrumented clusters), the lines are a guess by time and process.
+// ChangeLogs returns, in time order, at most limit log lines of a change
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.ChangeLogSet, error) {
-	var set cpid.ChangeLogSet
-	err := s.snapshot(ctx, func(db querier) error {
-		var err error
-		set, err = changeLogs(ctx, db, change, limit)
-		return err
-	})
-	return set, err
-}
-
-func changeLogs(ctx context.Context, db querier, change string, limit int) (cpid.ChangeLogSet, error) {
-	var set cpid.ChangeLogSet
-	limit = cpid.LogLimit(limit)
-	var started, settled int64
-	var cluster string
-	err := db.QueryRowContext(ctx, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = ?`, change).Scan(&started, &settled, &cluster)
-	if err == sql.ErrNoRows {
-		return set, cpid.NoChange(change)
-	}
-	if err != nil {
-		return set, fmt.Errorf("logs of change %s: %w", change, err)
-	}
-	set.FromNS, set.ToNS = started, settled+cpid.LogWindowLag
-	set.Writers, err = column(ctx, db, `SELECT writer FROM revisions WHERE change_id = ? AND writer_is_user = 0
-		GROUP BY writer ORDER BY min(stage_ns)`, change)
-	if err != nil {
-		return set, fmt.Errorf("writers of change %s: %w", change, err)
-	}
-	// A line of the window is the change's if it carries one of its
-	// CPIDs, or if its process is a writer's or logged one of its CPIDs.
-	procs := []string{`l.file_id IN (SELECT file_id FROM log_records WHERE cpid IN (SELECT cpid FROM rel))`}
-	args := []any{change, change, set.FromNS, set.ToNS, cluster}
-	for _, w := range set.Writers {
-		for _, p := range cpid.WriterPatterns(w) {
-			procs = append(procs, "lower(f.path) LIKE ? OR lower(l.component) LIKE ?")
-			args = append(args, p, p)
-		}
-	}
-	args = append(args, limit+1)
-	rel := descendants("rel", "? UNION SELECT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL")
-	rows, err := db.QueryContext(ctx, rel+`
-		SELECT l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line
-		FROM log_records l JOIN files f ON f.id = l.file_id
-		WHERE l.ts_ns BETWEEN ? AND ? AND (l.cpid IN (SELECT cpid FROM rel) OR l.cluster = ? AND (`+strings.Join(procs, " OR ")+`))
-		ORDER BY l.ts_ns, l.id LIMIT ?`, args...)
-	if err != nil {
-		return set, fmt.Errorf("logs of change %s: %w", change, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var l cpid.LogLine
-		if err := rows.Scan(&l.ID, &l.TimeNS, &l.Level, &l.Component, &l.Msg, &l.CPID, &l.Fields, &l.File, &l.Line); err != nil {
-			return set, fmt.Errorf("logs of change %s: %w", change, err)
-		}
-		set.Lines = append(set.Lines, l)
-	}
-	if err := rows.Err(); err != nil {
-		return set, fmt.Errorf("logs of change %s: %w", change, err)
-	}
-	set.Truncate(limit)
-	err = db.QueryRowContext(ctx, rel+`
-		SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN ? AND ?)`,
-		change, change, set.FromNS, set.ToNS).Scan(&set.Exact)
-	if err != nil {
-		return set, fmt.Errorf("logs of change %s: %w", change, err)
-	}
-	return set, nil
+	return cpid.ReadService{Rows: s}.ChangeLogs(ctx, change, limit)
 }
 
 // ChangeSpans returns the controller spans of a change's CPIDs, by start.
@@ -309,6 +238,49 @@ func (r reads) MergeRows(ctx context.Context, cpids []string, row func(cpid.RowS
 func (r reads) CarrierRows(ctx context.Context, cpids []string, row func(cpid.RowScan) error) error {
 	return eachRow(ctx, r.db, `SELECT DISTINCT cpid, COALESCE(change_id, '') FROM revisions
 		WHERE cpid IN `+inJSON+` ORDER BY cpid, 2`, []any{jsonList(cpids)}, row)
+}
+
+// ChangeWindowRow reads the start, the end and the cluster of a change.
+func (r reads) ChangeWindowRow(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT started_ns, settled_ns, cluster FROM changes WHERE id = ?`, []any{change}, row)
+}
+
+// ChangeWriters returns the writers of a change that are no user.
+func (r reads) ChangeWriters(ctx context.Context, change string) ([]string, error) {
+	return column(ctx, r.db, `SELECT writer FROM revisions WHERE change_id = ? AND writer_is_user = 0
+		GROUP BY writer ORDER BY min(stage_ns)`, change)
+}
+
+// relatedCPIDs is the WITH clause of the CPIDs related to a change (its
+// first argument, twice): its root's and those descending from it, and
+// those its writes carry, as the table rel(cpid).
+var relatedCPIDs = descendants("rel", "? UNION SELECT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL")
+
+// LogRows reads cpid.LogColumns for the lines of q.
+func (r reads) LogRows(ctx context.Context, q cpid.LogQuery, row func(cpid.RowScan) error) error {
+	// A line of the window is the change's if it carries one of its
+	// CPIDs, or if its process is a writer's or logged one of its CPIDs.
+	procs := []string{`l.file_id IN (SELECT file_id FROM log_records WHERE cpid IN (SELECT cpid FROM rel))`}
+	args := []any{q.Change, q.Change, q.FromNS, q.ToNS, q.Cluster}
+	for _, p := range q.Patterns {
+		procs = append(procs, "lower(f.path) LIKE ? OR lower(l.component) LIKE ?")
+		args = append(args, p, p)
+	}
+	return eachRow(ctx, r.db, relatedCPIDs+`
+		SELECT l.id, l.ts_ns, l.level, l.component, l.msg, COALESCE(l.cpid, ''), l.fields, f.path, l.line
+		FROM log_records l JOIN files f ON f.id = l.file_id
+		WHERE l.ts_ns BETWEEN ? AND ? AND (l.cpid IN (SELECT cpid FROM rel) OR l.cluster = ? AND (`+strings.Join(procs, " OR ")+`))
+		ORDER BY l.ts_ns, l.id LIMIT ?`, append(args, q.Limit), row)
+}
+
+// LogsCarry reports whether a line of [fromNS, toNS] carries a CPID
+// related to the change.
+func (r reads) LogsCarry(ctx context.Context, change string, fromNS, toNS int64) (bool, error) {
+	var ok bool
+	err := r.db.QueryRowContext(ctx, relatedCPIDs+`
+		SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN ? AND ?)`,
+		change, change, fromNS, toNS).Scan(&ok)
+	return ok, err
 }
 
 // querier runs queries: the read pool, or a read transaction.
