@@ -59,6 +59,10 @@ type deriveTx struct {
 	cleared bool
 	// indexes holds the SQL of the indexes a bulk load dropped.
 	indexes []string
+	// stale are the changes whose writes an incremental run cleared
+	// (deleteProvisional): their change_search rows are stored again at
+	// the end, whether the run gives them writes again or not.
+	stale []string
 }
 
 // insertRevision stores a revision; an incremental run replaces what a
@@ -105,7 +109,12 @@ var _ cpid.DerivedStore = (*Store)(nil)
 
 // derivedTables are the tables reconstruct fills.
 var derivedTables = []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state",
-	"reconstruct_objects"}
+	"reconstruct_objects", "change_search"}
+
+// provisionalChangesSQL is the changes that deleteProvisional (?1 its
+// time, ?2 its cluster) deletes or takes writes from.
+var provisionalChangesSQL = `SELECT change_id FROM revisions WHERE stage_ns > ?1 AND cluster = ?2 AND change_id IS NOT NULL
+	AND event_id IN (` + writesAfterSQL + `) UNION SELECT id FROM changes WHERE started_ns > ?1 AND cluster = ?2`
 
 // dropIndexes drops the indexes of the derived tables that have SQL (not
 // those of PRIMARY KEY and inline UNIQUE constraints) and returns it.
@@ -178,7 +187,7 @@ func (sv *deriveTx) begin(ctx context.Context) error {
 			if err = resetReconstruction(ctx, tx, sv.cluster); err == nil && sv.bulk {
 				sv.indexes, err = dropIndexes(ctx, tx)
 			}
-		} else {
+		} else if sv.stale, err = column(ctx, tx, provisionalChangesSQL, sv.redoNS, sv.cluster); err == nil {
 			err = deleteProvisional(ctx, tx, sv.cluster, sv.redoNS)
 		}
 		if err != nil {
@@ -516,7 +525,9 @@ func (sv *deriveTx) Renumber(ctx context.Context, ps []cpid.Placed) error {
 }
 
 // Summarize sets the summaries of changes (cpid.DeriveTx); a change that
-// settled at 0 keeps its settled time.
+// settled at 0 keeps its settled time. Their change_search rows are stored
+// again from their writes, but in a bulk load: Finish stores every
+// change's at once, when the indexes are back.
 func (sv *deriveTx) Summarize(ctx context.Context, cs []cpid.ChangeSummary) error {
 	if len(cs) == 0 {
 		return nil
@@ -536,7 +547,14 @@ func (sv *deriveTx) Summarize(ctx context.Context, cs []cpid.ChangeSummary) erro
 			return err
 		}
 	}
-	return nil
+	if sv.bulk {
+		return nil
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	return refreshSearch(ctx, sv.tx, jsonList(ids))
 }
 
 // Abort rolls back the open transaction, if any (cpid.DeriveTx).
@@ -558,6 +576,15 @@ func (sv *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 	for _, q := range sv.indexes {
 		if _, err := sv.tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create index again: %w", err)
+		}
+	}
+	if sv.bulk {
+		if err := fillSearch(ctx, sv.tx, sv.cluster); err != nil {
+			return fmt.Errorf("store the changes' search rows: %w", err)
+		}
+	} else if len(sv.stale) > 0 {
+		if err := refreshSearch(ctx, sv.tx, jsonList(sv.stale)); err != nil {
+			return fmt.Errorf("store the search rows of changes redone: %w", err)
 		}
 	}
 	for k, v := range w.Fields() {
