@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -15,25 +17,73 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 	if len(q.Resources) == 0 {
 		return nil, nil
 	}
-	query, args := s.objectsSQL(q)
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	var out []cpid.ObjectMatch
+	err := s.snapshot(ctx, func(db querier) error {
+		query, args := s.objectsSQL(q)
+		rows, err := db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		var mixed []cpid.ObjectMatch
+		for rows.Next() {
+			var m cpid.ObjectMatch
+			var group2, cluster2 string
+			if err := rows.Scan(&m.Resource, &m.Namespace, &m.Name, &m.Writes, &m.FirstNS, &m.LastNS, &m.Group, &group2, &m.Cluster, &cluster2); err != nil {
+				rows.Close()
+				return err
+			}
+			if group2 != m.Group || cluster2 != m.Cluster {
+				mixed = append(mixed, m)
+				continue
+			}
+			out = append(out, m)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		// Objects of one name in several groups or clusters: counted
+		// apart, by a sort of their writes.
+		for _, m := range mixed {
+			query, args := `SELECT r.cluster, r.api_group, count(*), min(r.stage_ns), max(r.stage_ns) FROM revisions r
+				WHERE r.resource = ? AND r.namespace = ? AND r.name = ?`, []any{m.Resource, m.Namespace, m.Name}
+			if !q.AnyGroup {
+				query, args = query+` AND r.api_group = ?`, append(args, q.Group)
+			}
+			if s.cluster != "" {
+				query, args = query+` AND r.cluster = ?`, append(args, s.cluster)
+			}
+			err := eachRow(ctx, db, query+` GROUP BY r.cluster, r.api_group`, args,
+				func(scan cpid.RowScan) error {
+					o := m
+					if err := scan(&o.Cluster, &o.Group, &o.Writes, &o.FirstNS, &o.LastNS); err != nil {
+						return err
+					}
+					out = append(out, o)
+					return nil
+				})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
 	}
-	defer rows.Close()
-	var out []cpid.ObjectMatch
-	for rows.Next() {
-		var m cpid.ObjectMatch
-		if err := rows.Scan(&m.Cluster, &m.Group, &m.Resource, &m.Namespace, &m.Name, &m.Writes, &m.FirstNS, &m.LastNS); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	slices.SortFunc(out, func(a, b cpid.ObjectMatch) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
 }
 
 // objectsSQL is Objects' query: the index revisions_object alone answers
-// it (migration 0014), not each write's row.
+// it (migration 0014), not each write's row. The writes are grouped by
+// the index's leading columns (resource, namespace, name), in its order:
+// grouped by the group and cluster too, which the index holds after seq,
+// SQLite sorted every write of the object first (170 ms of 48,702 for a
+// busy Node, TestHistoryIndexUsed); the least and greatest group and
+// cluster say whether one name holds several objects.
 func (s *Store) objectsSQL(q cpid.ObjectQuery) (string, []any) {
 	conds := []string{`r.resource IN (` + placeholders(len(q.Resources)) + `)`}
 	args := strArgs(q.Resources)
@@ -49,9 +99,10 @@ func (s *Store) objectsSQL(q cpid.ObjectQuery) (string, []any) {
 	if s.cluster != "" {
 		conds, args = append(conds, `r.cluster = ?`), append(args, s.cluster)
 	}
-	return `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns)
+	return `SELECT r.resource, r.namespace, r.name, count(*), min(r.stage_ns), max(r.stage_ns),
+		min(r.api_group), max(r.api_group), min(r.cluster), max(r.cluster)
 		FROM revisions r WHERE ` + strings.Join(conds, " AND ") + `
-		GROUP BY r.cluster, r.api_group, r.resource, r.namespace, r.name ORDER BY 1, 2, 3, 4, 5`, args
+		GROUP BY r.resource, r.namespace, r.name`, args
 }
 
 // ObjectHistory returns the writes of one object (cpid.ChangeReader,
