@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,6 +27,44 @@ func TestHistoryIndexUsed(t *testing.T) {
 		if p := queryPlan(t, s, q, args...); !strings.Contains(p, "SEARCH r USING COVERING INDEX revisions_object (resource=?)") ||
 			strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("Objects in every namespace (cluster %q), plan: %s\nwant the covering index revisions_object, in its order", v.cluster, p)
+		}
+	}
+}
+
+// TestObjectsInClusters: a name that holds objects in several clusters
+// (and namespaces) is counted per object, as a GROUP BY of every column
+// counts it, in every view.
+func TestObjectsInClusters(t *testing.T) {
+	t.Parallel()
+	s := ingestClusters(t, []string{"basic", "conflicts", "jobs"}, 0)
+	for _, v := range []*Store{s, s.InCluster("conflicts")} {
+		for _, q := range []cpid.ObjectQuery{
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"deployments"}, Group: "apps"}, Name: "web", AllNamespaces: true},
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"deployments"}, AnyGroup: true}, Name: "web", Namespace: "default"},
+			{ResourceMatch: cpid.ResourceMatch{Resources: []string{"nodes"}, AnyGroup: true}, Name: "kwok-node-0", AllNamespaces: true},
+		} {
+			ms, err := v.Objects(t.Context(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range ms {
+				got = append(got, fmt.Sprintf("%s %s %s %s %s %d %d %d", m.Cluster, m.Group, m.Resource, m.Namespace, m.Name, m.Writes, m.FirstNS, m.LastNS))
+			}
+			want, err := column(t.Context(), s.r, `SELECT cluster || ' ' || api_group || ' ' || resource || ' ' || namespace || ' ' || name || ' ' ||
+				count(*) || ' ' || min(stage_ns) || ' ' || max(stage_ns) FROM revisions
+				WHERE resource = ?1 AND name = ?2 AND (?3 = '' OR namespace = ?3) AND (?4 = '' OR cluster = ?4)
+				GROUP BY cluster, api_group, resource, namespace, name ORDER BY cluster, api_group, resource, namespace, name`,
+				q.Resources[0], q.Name, q.Namespace, v.cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.cluster == "" && len(want) < 2 {
+				t.Fatalf("%s/%s: %d objects, want one in several clusters", q.Resources[0], q.Name, len(want))
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("view %q, %+v:\n got %q\nwant %q", v.cluster, q, got, want)
+			}
 		}
 	}
 }
