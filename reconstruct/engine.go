@@ -309,6 +309,14 @@ func (s *State) evictObjects() {
 	}
 }
 
+// release drops what the engine holds of the cluster once its state is
+// saved (MarshalState): a run's end (renumbering, summaries) has that
+// memory, a third of a full rebuild's at 10M events.
+func (en *Engine) release() {
+	en.objects, en.byUID, en.Graph, en.mem, en.graphed = nil, nil, nil, memory{}, nil
+	en.closeSpill()
+}
+
 // closeSpill removes the spill, if the engine evicted objects.
 func (s *State) closeSpill() {
 	if s.spill != nil {
@@ -470,8 +478,6 @@ func (s *State) Object(k cpid.ObjectKey) *Object {
 type Engine struct {
 	State
 	Graph *Graph
-	// recorded says, per CPID, which origins already have a mergelog for it.
-	recorded map[string]uint8
 	// graphed holds the CPIDs whose stored mergelogs, and their
 	// ancestors', a restored engine has loaded (ensure).
 	graphed map[string]bool
@@ -535,10 +541,9 @@ func (en *Engine) Drain() cpid.Derived {
 // NewEngine returns an engine with an empty state and graph.
 func NewEngine() *Engine {
 	en := &Engine{
-		State:    State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, mem: newMemory()},
-		Graph:    NewGraph(),
-		recorded: map[string]uint8{},
-		Bodies:   map[string]*[2]int{},
+		State:  State{objects: map[cpid.ObjectKey]*Object{}, byUID: map[string]cpid.ObjectKey{}, mem: newMemory()},
+		Graph:  NewGraph(),
+		Bodies: map[string]*[2]int{},
 	}
 	for _, l := range en.mem.lazies() {
 		l.attach(&en.State)
@@ -556,28 +561,21 @@ func originBit(o cpid.Origin) uint8 {
 	return 4
 }
 
-// record notes m's origin among those recorded for its CPID.
-func (en *Engine) record(m cpid.Mergelog) {
-	c := m.CPID
-	if _, ok := en.recorded[c]; !ok {
-		// Held to the run's end: not a substring of the scanned row's
-		// texts, which it would keep whole.
-		c = strings.Clone(c)
-	}
-	en.recorded[c] |= originBit(m.Origin)
-}
+// record notes m's origin among those that have a mergelog for its CPID
+// (a note of its node: the graph holds m, Graph.Add).
+func (en *Engine) record(m cpid.Mergelog) { en.Graph.note(m.CPID, originBit(m.Origin)) }
 
 // has reports whether a mergelog of that origin was recorded for cpid; a
 // CPID known only as the source of another's mergelog has none.
 func (en *Engine) has(cpid string, o cpid.Origin) bool {
 	en.ensure(cpid)
-	return en.recorded[cpid]&originBit(o) != 0
+	return en.Graph.notes(cpid)&originBit(o) != 0
 }
 
 // hasAny reports whether any mergelog was recorded for cpid.
 func (en *Engine) hasAny(cpid string) bool {
 	en.ensure(cpid)
-	return en.recorded[cpid] != 0
+	return en.Graph.notes(cpid) != 0
 }
 
 // maximal is Graph.Maximal of set, with what was stored of its CPIDs.

@@ -75,6 +75,9 @@ type gnode struct {
 	service          int32 // into labels
 	origin           int32 // into labels
 	logged           bool  // a mergelog of this CPID was added
+	// notes are its user's (the engine's: the origins of the mergelogs
+	// recorded for it), kept here rather than in a map of the CPIDs.
+	notes uint8
 }
 
 type edge struct {
@@ -366,6 +369,21 @@ func (g *Graph) Mergelog(cid string) (cpid.Mergelog, bool) {
 }
 
 // newNode interns name with the given ord.
+// note sets bits among the notes of the node of cpid, if it has one.
+func (g *Graph) note(cpid string, bits uint8) {
+	if id, ok := g.ids[cpid]; ok {
+		g.nodes[id].notes |= bits
+	}
+}
+
+// notes are the notes of the node of cpid, 0 when it has none.
+func (g *Graph) notes(cpid string) uint8 {
+	if id, ok := g.ids[cpid]; ok {
+		return g.nodes[id].notes
+	}
+	return 0
+}
+
 func (g *Graph) newNode(name string, ord int64) int32 {
 	// The graph holds its names to the run's end: not substrings of the
 	// scanned rows' texts, which they would keep whole.

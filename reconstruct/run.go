@@ -23,9 +23,9 @@ type Report struct {
 	Anomalies int
 	Spans     int
 	Bad       int // mergelog or span records that could not be read
-	// Evicted counts the objects the run moved out of memory to a
-	// temporary file (Options.MaxObjects), Spilled those still there at
-	// its end.
+	// Evicted counts the times the run moved an object out of memory to
+	// a temporary file (Options.MaxObjects), Spilled the objects still
+	// there at its end: the others were read back.
 	Evicted, Spilled int
 	Elapsed          time.Duration
 	// Warnings say what the data cannot tell (resources whose objects the
@@ -50,7 +50,7 @@ func (r Report) String() string {
 		r.Mergelogs[cpid.OriginInferred], r.Mergelogs[cpid.OriginAnnotation], r.Mergelogs[cpid.OriginLog],
 		r.Spans, r.Anomalies)
 	if r.Evicted > 0 {
-		s += fmt.Sprintf("\nreconstruct: %d objects evicted from memory to a temporary file and %d read back (--max-objects)",
+		s += fmt.Sprintf("\nreconstruct: %d objects moved out of memory to a temporary file, %d of them read back (--max-objects)",
 			r.Evicted, r.Evicted-r.Spilled)
 	}
 	if r.Bad > 0 {
@@ -123,7 +123,7 @@ type Options struct {
 }
 
 // DefaultMaxObjects is Options.MaxObjects' default.
-const DefaultMaxObjects = 50_000
+const DefaultMaxObjects = 30_000
 
 // bodiedList is readsBody as a sorted list: the scan fetches the object
 // after the write only for those resources (a Deployment's or a
@@ -298,6 +298,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	if err != nil {
 		return res, err
 	}
+	en.release()
 	if err := en.LoadErr(); err != nil {
 		// As for evidence: nothing is committed past the last step.
 		return res, fmt.Errorf("read the last run's state: %w", err)

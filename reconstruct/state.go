@@ -89,10 +89,12 @@ func (en *Engine) MarshalState(emit func([]cpid.ObjectState) error) ([]byte, err
 	if en.spill != nil {
 		// The objects evicted and not met again, as they were evicted.
 		err := en.spill.each("", func(key, uid string, data []byte) error {
-			if strings.HasPrefix(key, prefixUID) {
+			switch {
+			case strings.HasPrefix(key, prefixUID):
 				return nil
+			case !strings.HasPrefix(key, "#"):
+				en.spilledSaved++ // an object (not a lazy entry)
 			}
-			en.spilledSaved++
 			return add(cpid.ObjectState{Key: key, UID: uid, Data: bytes.Clone(data)})
 		})
 		if err != nil {

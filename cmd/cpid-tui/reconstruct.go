@@ -47,7 +47,7 @@ kwok=10m prints them beside the hops observed (docs/CAUSALITY.md).
 inference alone decides (to measure it against an instrumented recording;
 on a copy of the database). -q prints only its warnings.
 
-Memory: a run holds at most --max-objects objects' states in memory (50000
+Memory: a run holds at most --max-objects objects' states in memory (30000
 by default); past that it moves the half it met least recently to a
 temporary file in $TMPDIR, removed as it is made, and reads one back when a
 write meets it again, so that memory follows the objects in use, not the
