@@ -14,8 +14,9 @@ import (
 // byte order), with two clusters in the database, after full rebuilds
 // (a batch's mergelogs and sources each one INSERT), an incremental run,
 // a prune (DeleteMergelogs), an expiry and the rebuild after it (a
-// cluster's rows deleted in one statement each). It fails when a
-// statement adds or removes a reference twice or misses a neighbour.
+// cluster's rows deleted in one statement each), and statements of
+// thousands of rows. It fails when a statement adds or removes a
+// reference twice or misses a neighbour.
 func TestCPIDIdsKept(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -76,4 +77,21 @@ func TestCPIDIdsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after rebuilds")
+	// A statement that adds or removes thousands (a large cluster's
+	// merge graph: the removal recomputes every CPID's neighbour, where a
+	// few are probed), some sharing long prefixes with the fixtures'.
+	if _, err := st.pool.Exec(ctx, `INSERT INTO mergelogs(cpid, ts_ns, service, origin, cluster)
+		SELECT CASE WHEN i % 3 = 0 THEN left(m.cpid, 6) || md5(i::text) ELSE md5(i::text) END, i, 'x', 'inferred', 'c'
+		FROM generate_series(1, 3000) i, (SELECT min(cpid) AS cpid FROM mergelogs) m`); err != nil {
+		t.Fatal(err)
+	}
+	check("after 3000 mergelogs in one statement")
+	if _, err := st.pool.Exec(ctx, `DELETE FROM mergelogs WHERE cluster = 'c' AND ts_ns % 2 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	check("after 1500 of them deleted in one statement")
+	if _, err := st.pool.Exec(ctx, `DELETE FROM mergelogs WHERE cluster = 'c' AND ts_ns % 10 = 1`); err != nil {
+		t.Fatal(err)
+	}
+	check("after 300 more deleted in one statement")
 }

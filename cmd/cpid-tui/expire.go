@@ -36,8 +36,12 @@ Exactly-once holds across it: the cluster keeps the time (its horizon),
 and a record older than it, read again by a tailer or an ingest, is
 skipped as a duplicate. To look at older logs again, ingest them into
 another database. Tail checkpoints stay, so tailers go on where they
-were. It waits for the cluster's reconstruct run and for the batches
-being written to finish, and holds the next ones until it commits.
+were. It waits for the cluster's reconstruct run, holds the next ones
+until it ends, and holds the cluster's writers only while it moves the
+horizon (it waits for the batches being written): the records go after,
+20,000 at a time, each batch its own transaction, while tailers and
+ingests go on. Stopped half way, it leaves the horizon moved and the
+derived rows gone; run it again to delete the rest.
 
 --before is an RFC 3339 time, or a duration back from the newest audit
 event. PostgreSQL only for now (docs/SCALE.md, retention).
