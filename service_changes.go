@@ -7,13 +7,14 @@ import (
 	"strings"
 )
 
-// The read service's reads of changes, their graphs and logs. Each engine implements
-// ChangeRows, a statement a method; ReadService decides what to read next
-// from what was read, within one snapshot where a read takes several
-// statements, and holds the defaults, orders, limits and not-found errors.
+// The read service's reads of changes, their graphs, logs and controller
+// spans. Each engine implements ChangeRows, a statement a method;
+// ReadService decides what to read next from what was read, within one
+// snapshot where a read takes several statements, and holds the defaults,
+// orders, limits and not-found errors.
 
-// ChangeRows are an engine's reads behind ReadService's changes, graphs
-// and logs: each method runs one statement, in the view's
+// ChangeRows are an engine's reads behind ReadService's changes, graphs,
+// logs and controller spans: each method runs one statement, in the view's
 // cluster where it reads changes, and hands back its rows or its values.
 // RowReader.Pool gives them each on its own, RowReader.Snapshot within one
 // read-only transaction.
@@ -65,6 +66,10 @@ type ChangeRows interface {
 	// LogsCarry reports whether a log line of [fromNS, toNS] carries one
 	// of the CPIDs related to a change (LogQuery).
 	LogsCarry(ctx context.Context, change string, fromNS, toNS int64) (bool, error)
+	// ChangeSpanRows reads the columns of a ChangeSpan, in order, for the
+	// controller spans of the CPIDs a change's writes carry, by start_ns,
+	// then span_id.
+	ChangeSpanRows(ctx context.Context, change string, row func(RowScan) error) error
 }
 
 // ChangeColumns are the columns of ChangeRows.ChangeRowsByID, in order:
@@ -341,4 +346,22 @@ func (s ReadService) ChangeLogs(ctx context.Context, change string, limit int) (
 	}
 	set.Truncate(limit)
 	return set, nil
+}
+
+// ChangeSpans returns the controller spans of the CPIDs a change's writes
+// carry, by start (none for an unknown change).
+func (s ReadService) ChangeSpans(ctx context.Context, change string) ([]ChangeSpan, error) {
+	var out []ChangeSpan
+	err := s.Rows.Pool().ChangeSpanRows(ctx, change, func(scan RowScan) error {
+		var sp ChangeSpan
+		if err := scan(&sp.SpanID, &sp.ParentID, &sp.CPID, &sp.Service, &sp.Name, &sp.StartNS, &sp.EndNS); err != nil {
+			return err
+		}
+		out = append(out, sp)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spans of change %s: %w", change, err)
+	}
+	return out, nil
 }

@@ -350,15 +350,17 @@ func (r reads) LogsCarry(ctx context.Context, change string, fromNS, toNS int64)
 	return ok, err
 }
 
-// ChangeSpans returns the controller spans of a change's CPIDs, by start.
+// ChangeSpans returns the controller spans of a change's CPIDs, by start
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangeSpans(ctx context.Context, change string) ([]cpid.ChangeSpan, error) {
-	rows, err := s.pool.Query(ctx, `SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns FROM controller_spans
+	return cpid.ReadService{Rows: s}.ChangeSpans(ctx, change)
+}
+
+// ChangeSpanRows reads the controller spans of a change's CPIDs.
+func (r reads) ChangeSpanRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns FROM controller_spans
 		WHERE cpid IN (SELECT DISTINCT cpid FROM revisions WHERE change_id = $1 AND cpid IS NOT NULL)
-		ORDER BY start_ns, span_id COLLATE "C"`, change)
-	if err != nil {
-		return nil, fmt.Errorf("spans of change %s: %w", change, err)
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.ChangeSpan])
+		ORDER BY start_ns, span_id COLLATE "C"`, []any{change}, row)
 }
 
 // Timeline returns every write of a change in apiserver order, the critical

@@ -126,24 +126,10 @@ func (s *Store) ChangeLogs(ctx context.Context, change string, limit int) (cpid.
 	return cpid.ReadService{Rows: s}.ChangeLogs(ctx, change, limit)
 }
 
-// ChangeSpans returns the controller spans of a change's CPIDs, by start.
+// ChangeSpans returns the controller spans of a change's CPIDs, by start
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) ChangeSpans(ctx context.Context, change string) ([]cpid.ChangeSpan, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns
-		FROM controller_spans WHERE cpid IN (SELECT DISTINCT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL)
-		ORDER BY start_ns, span_id`, change)
-	if err != nil {
-		return nil, fmt.Errorf("spans of change %s: %w", change, err)
-	}
-	defer rows.Close()
-	var out []cpid.ChangeSpan
-	for rows.Next() {
-		var sp cpid.ChangeSpan
-		if err := rows.Scan(&sp.SpanID, &sp.ParentID, &sp.CPID, &sp.Service, &sp.Name, &sp.StartNS, &sp.EndNS); err != nil {
-			return nil, err
-		}
-		out = append(out, sp)
-	}
-	return out, rows.Err()
+	return cpid.ReadService{Rows: s}.ChangeSpans(ctx, change)
 }
 
 // Pool returns the change reads on the read pool (cpid.RowReader).
@@ -281,6 +267,13 @@ func (r reads) LogsCarry(ctx context.Context, change string, fromNS, toNS int64)
 		SELECT EXISTS (SELECT 1 FROM log_records WHERE cpid IN (SELECT cpid FROM rel) AND ts_ns BETWEEN ? AND ?)`,
 		change, change, fromNS, toNS).Scan(&ok)
 	return ok, err
+}
+
+// ChangeSpanRows reads the controller spans of a change's CPIDs.
+func (r reads) ChangeSpanRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, r.db, `SELECT span_id, parent_id, cpid, service, name, start_ns, end_ns
+		FROM controller_spans WHERE cpid IN (SELECT DISTINCT cpid FROM revisions WHERE change_id = ? AND cpid IS NOT NULL)
+		ORDER BY start_ns, span_id`, []any{change}, row)
 }
 
 // querier runs queries: the read pool, or a read transaction.
