@@ -280,14 +280,7 @@ func (d *deriveTx) begin(ctx context.Context) error {
 	if d.reset {
 		qs = resetSQL
 	} else {
-		qs = []string{
-			`DELETE FROM revisions WHERE stage_ns > $2 AND cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
-			`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
-			   WHERE e.received_ns > $2 AND m.cluster = $1)`,
-			`DELETE FROM mergelogs WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
-			`DELETE FROM changes WHERE started_ns > $2 AND cluster = $1`,
-			`DELETE FROM anomalies WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
-		}
+		qs = redoSQL
 	}
 	for _, q := range qs {
 		args := []any{d.cluster}
@@ -452,6 +445,20 @@ func (d *deriveTx) Abort() {
 		d.tx.Rollback(context.Background())
 		d.tx = nil
 	}
+}
+
+// redoSQL deletes what an incremental run of a cluster ($1) redoes: the
+// rows derived from the writes received after the last run's cutoff ($2).
+var redoSQL = []string{
+	`DELETE FROM revisions WHERE stage_ns > $2 AND cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
+	// A mergelog's event is the write that showed it: writeTerms
+	// let the scan of the events after the cutoff go through
+	// audit_events_writes, where it read the whole table.
+	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
+		   WHERE e.received_ns > $2 AND m.cluster = $1 AND e.` + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb") + `)`,
+	`DELETE FROM mergelogs WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2 AND ` + writeTerms + `)`,
+	`DELETE FROM changes WHERE started_ns > $2 AND cluster = $1`,
+	`DELETE FROM anomalies WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
 }
 
 // resetSQL deletes everything reconstruct derived and keeps for a cluster
