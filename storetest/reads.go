@@ -33,6 +33,8 @@ func Reads(ctx context.Context, e Engine, w io.Writer) error {
 	}
 	p.read("changes, no limit given", func() (any, error) { return e.Changes(ctx, cpid.ChangeQuery{}) })
 	p.read("count web", func() (any, error) { return e.CountChanges(ctx, "web") })
+	p.read("count WEB", func() (any, error) { return e.CountChanges(ctx, "WEB") })
+	p.read("changes past the last", func() (any, error) { return e.Changes(ctx, cpid.ChangeQuery{Offset: 1 << 20}) })
 	changes, err := e.Changes(ctx, cpid.ChangeQuery{Limit: 1000})
 	if err != nil {
 		return err
@@ -70,6 +72,9 @@ func Reads(ctx context.Context, e Engine, w io.Writer) error {
 		ids[i] = c.ID
 	}
 	p.read("changes by id", func() (any, error) { return e.ChangesByID(ctx, append(slices.Clone(ids), "nope")) })
+	p.read("changes by no id", func() (any, error) { return e.ChangesByID(ctx, nil) })
+	p.read("changes carrying no CPID", func() (any, error) { return e.ChangesCarrying(ctx, nil) })
+	p.read("logs of "+changes[0].ID+", 2 lines at most", func() (any, error) { return e.ChangeLogs(ctx, changes[0].ID, 2) })
 	all, err := e.Timelines(ctx, append(slices.Clone(ids), "nope"))
 	if err != nil {
 		return err
@@ -137,6 +142,8 @@ func Reads(ctx context.Context, e Engine, w io.Writer) error {
 	p.read("an unknown change's graph", func() (any, error) { return e.ChangeGraph(ctx, "nope") })
 	p.read("an unknown change's logs", func() (any, error) { return e.ChangeLogs(ctx, "nope", 0) })
 	p.read("an unknown change's spans", func() (any, error) { return e.Spans(ctx, "nope") })
+	p.read("an unknown change's controller spans", func() (any, error) { return e.ChangeSpans(ctx, "nope") })
+	p.read("the changes linked to an unknown CPID", func() (any, error) { return changeIDs(e.LinkedChanges(ctx, "", "nope", false)) })
 	p.read("an unknown CPID's descendants", func() (any, error) { return e.Related(ctx, "nope") })
 	p.read("an unknown CPID's origins", func() (any, error) { return e.Origins(ctx, "nope") })
 	p.read("an unknown object's history", func() (any, error) {
