@@ -70,6 +70,36 @@ type ChangeRows interface {
 	// controller spans of the CPIDs a change's writes carry, by start_ns,
 	// then span_id.
 	ChangeSpanRows(ctx context.Context, change string, row func(RowScan) error) error
+	// IDStats reads the CPIDs' table the mergelogs keep (cpid_ids): the
+	// most characters two CPIDs next to each other share (nil for none)
+	// and how many CPIDs there are, two at most.
+	IDStats(ctx context.Context) (shared *int, n int, err error)
+	// IDsNear returns the CPIDs next to each of ids (at least one) on
+	// either side, in that table, those there are.
+	IDsNear(ctx context.Context, ids []string) ([]string, error)
+}
+
+// CPIDPrefixes reads what IDLength needs of the CPIDs for ids, in one
+// snapshot (PrefixReader): the CPIDs' neighbours only when a shortened id
+// may be ambiguous.
+func (s ReadService) CPIDPrefixes(ctx context.Context, ids []string) (CPIDPrefixes, error) {
+	var p CPIDPrefixes
+	err := s.Rows.Snapshot(ctx, func(r ChangeRows) error {
+		shared, n, err := r.IDStats(ctx)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if p, ok = PrefixesOf(shared, n); !ok || len(ids) == 0 {
+			return nil
+		}
+		p.Near, err = r.IDsNear(ctx, ids)
+		return err
+	})
+	if err != nil {
+		return CPIDPrefixes{}, fmt.Errorf("prefixes of the CPIDs: %w", err)
+	}
+	return p, nil
 }
 
 // ChangeColumns are the columns of ChangeRows.ChangeRowsByID, in order:

@@ -156,12 +156,12 @@ func TestCPIDIDs(t *testing.T) {
 func TestCPIDPrefixesIndexUsed(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	p := queryPlan(t, s, `SELECT (SELECT max(shared) FROM cpid_ids), (SELECT count(*) FROM (SELECT 1 FROM cpid_ids LIMIT 2))`)
+	p := queryPlan(t, s, idStatsSQL)
 	if !strings.Contains(p, "SEARCH cpid_ids USING COVERING INDEX cpid_ids_shared") {
 		t.Errorf("plan: %s\nwant the largest shared from cpid_ids_shared", p)
 	}
-	p = queryPlan(t, s, `SELECT (SELECT max(cpid) FROM cpid_ids WHERE cpid < j.value) FROM json_each(?1) j`, `["a"]`)
-	if !strings.Contains(p, "SEARCH cpid_ids USING PRIMARY KEY (cpid<?)") {
+	p = queryPlan(t, s, idsNearSQL, `["a"]`)
+	if !strings.Contains(p, "SEARCH cpid_ids USING PRIMARY KEY (cpid<?)") || !strings.Contains(p, "SEARCH cpid_ids USING PRIMARY KEY (cpid>?)") {
 		t.Errorf("plan: %s\nwant a seek in cpid_ids", p)
 	}
 }
