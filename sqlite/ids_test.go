@@ -184,3 +184,16 @@ func TestMergelogsCPIDIndexUsed(t *testing.T) {
 		t.Errorf("ancestors, plan: %s\nwant mergelogs_cpid", p)
 	}
 }
+
+// TestIDPrefixIndexUsed: a change named by the start of its id (every
+// command that takes a change id) is found by a range of the changes'
+// primary key, not by reading every change's id.
+func TestIDPrefixIndexUsed(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	where, args := s.changeFilter(cpid.ChangeQuery{IDPrefix: "8f3a"})
+	p := queryPlan(t, s, `SELECT c.id FROM changes c `+where, args...)
+	if !strings.Contains(p, "SEARCH c USING COVERING INDEX sqlite_autoindex_changes_1 (id>? AND id<?)") {
+		t.Errorf("plan: %s\nwant a range of the changes' ids", p)
+	}
+}

@@ -33,13 +33,6 @@ func (s *Store) TimelineRows(ctx context.Context, changes []string, row func(cpi
 		WHERE r.change_id IN `+inJSON+` ORDER BY r.change_id, e.stage_ns, r.event_id`, []any{jsonList(changes)}, row)
 }
 
-// ChangeExists reports whether the change is stored (cpid.RowReader).
-func (s *Store) ChangeExists(ctx context.Context, change string) (bool, error) {
-	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes WHERE id = ?`, change).Scan(&n)
-	return n > 0, err
-}
-
 // Related returns the CPID and every CPID that descends from it in the merge
 // graph (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Related(ctx context.Context, id string) ([]string, error) {
