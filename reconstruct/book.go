@@ -294,36 +294,27 @@ func (c *changeSum) summary(id string) cpid.ChangeSummary {
 	return s
 }
 
-var keySeed = maphash.MakeSeed()
+var keySeed, keySeed2 = maphash.MakeSeed(), maphash.MakeSeed()
 
-// keyHash is a 64-bit hash of an object's key, within one process.
-func keyHash(k cpid.ObjectKey) uint64 {
+// sum64 is a 64-bit hash of strings with seed, within one process.
+func sum64(seed maphash.Seed, ss ...string) uint64 {
 	var h maphash.Hash
-	h.SetSeed(keySeed)
-	for _, s := range [...]string{k.Group, k.Resource, k.Namespace, k.Name} {
+	h.SetSeed(seed)
+	for _, s := range ss {
 		h.WriteString(s)
 		h.WriteByte(0)
 	}
 	return h.Sum64()
 }
 
-var keySeed2 = maphash.MakeSeed()
-
-// hash128 is a 128-bit hash of strings (two 64-bit ones with seeds of
-// their own), within one process.
-func hash128(ss ...string) [2]uint64 {
-	var out [2]uint64
-	for i, seed := range [2]maphash.Seed{keySeed, keySeed2} {
-		var h maphash.Hash
-		h.SetSeed(seed)
-		for _, s := range ss {
-			h.WriteString(s)
-			h.WriteByte(0)
-		}
-		out[i] = h.Sum64()
-	}
-	return out
+// keyHash is a 64-bit hash of an object's key.
+func keyHash(k cpid.ObjectKey) uint64 {
+	return sum64(keySeed, k.Group, k.Resource, k.Namespace, k.Name)
 }
+
+// hash128 is a 128-bit hash of strings: two 64-bit ones with seeds of
+// their own.
+func hash128(ss ...string) [2]uint64 { return [2]uint64{sum64(keySeed, ss...), sum64(keySeed2, ss...)} }
 
 // keyHash128 is hash128 of an object's key.
 func keyHash128(k cpid.ObjectKey) [2]uint64 { return hash128(k.Group, k.Resource, k.Namespace, k.Name) }

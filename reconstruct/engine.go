@@ -270,37 +270,42 @@ func (s *State) evictObjects() {
 	}
 	slices.Sort(ticks)
 	cut := ticks[len(ticks)/2]
-	var gone []cpid.ObjectKey
+	type evicted struct {
+		key cpid.ObjectKey
+		uid bool // its uid's entry moves too
+	}
+	var gone []evicted
 	for k, o := range s.objects {
 		if o.used >= cut {
 			continue
 		}
 		o.tolerated() // the summary is saved, not the spec
 		b, err := json.Marshal(o)
+		uid := o.UID != "" && s.byUID[o.UID] == k
+		var kb []byte
+		if err == nil && uid {
+			kb, err = json.Marshal(k)
+		}
 		if err != nil {
+			s.spill.discard() // all of them stay in memory
 			s.spillErr = fmt.Errorf("object %s: %w", k, err)
 			return
 		}
 		s.spill.put(k.String(), o.UID, b)
-		if o.UID != "" && s.byUID[o.UID] == k {
-			kb, err := json.Marshal(k)
-			if err != nil {
-				s.spillErr = fmt.Errorf("object %s: %w", k, err)
-				return
-			}
+		if uid {
 			s.spill.put(prefixUID+o.UID, "", kb)
 		}
-		gone = append(gone, k)
+		gone = append(gone, evicted{k, uid})
 	}
 	if err := s.spill.flush(); err != nil {
 		s.spillErr = err
 		return
 	}
-	for _, k := range gone {
-		if o := s.objects[k]; o.UID != "" && s.byUID[o.UID] == k {
-			delete(s.byUID, o.UID)
+	for _, g := range gone {
+		if g.uid {
+			delete(s.byUID, s.objects[g.key].UID)
 		}
-		delete(s.objects, k)
+		delete(s.objects, g.key)
 	}
 	s.evicted += len(gone)
 	if len(gone) < len(ticks)/4 {

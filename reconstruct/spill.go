@@ -115,12 +115,19 @@ func (s *spill) flush() error {
 			}
 		}
 	}
-	clear(s.pendKeys) // their keys
-	s.pendKeys, s.wrote, s.werr = s.pendKeys[:0], 0, nil
+	s.discard() // indexed or refused: put starts afresh
 	if err != nil {
 		return fmt.Errorf("spill: %w", err)
 	}
 	return nil
+}
+
+// discard drops what put was given since the last flush: none of it is
+// spilled.
+func (s *spill) discard() {
+	s.pending = s.pending[:0]
+	clear(s.pendKeys)
+	s.pendKeys, s.wrote, s.werr = s.pendKeys[:0], 0, nil
 }
 
 // record reads the record at off: its key, uid and data, valid until the
