@@ -121,6 +121,15 @@ type RowReader interface {
 	// one apiserver span per write, and the controller spans of every
 	// CPID related to it, by start_ns, then span_id.
 	SpanRows(ctx context.Context, change string, row func(RowScan) error) error
+	// PodWriteRows reads the columns of a PodWrite (the Object as text,
+	// "" when the audit log has no body) for every successful write of the
+	// Pods that a change created (of every change when change is ""), by
+	// stage_ns, then event id.
+	PodWriteRows(ctx context.Context, change string, row func(RowScan) error) error
+	// ObjectMatches finds the objects with writes that q names (q names
+	// one resource or more), ordered by cluster, group, resource,
+	// namespace, name.
+	ObjectMatches(ctx context.Context, q ObjectQuery) ([]ObjectMatch, error)
 }
 
 // ReadService answers the reads of ChangeReader that RowReader's rows make.
@@ -168,6 +177,39 @@ func (s ReadService) Spans(ctx context.Context, change string) ([]SpanRow, error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("spans of change %s: %w", change, err)
+	}
+	return out, nil
+}
+
+// Objects finds the objects with writes that a reference may name
+// (RowReader.ObjectMatches); a query that names no resource finds none.
+func (s ReadService) Objects(ctx context.Context, q ObjectQuery) ([]ObjectMatch, error) {
+	if len(q.Resources) == 0 {
+		return nil, nil
+	}
+	return s.Rows.ObjectMatches(ctx, q)
+}
+
+// PodWrites returns every successful write of the Pods that a change
+// created (all changes when change is ""), in apiserver order, each with
+// the Pod after it when the body the audit log kept is one
+// (IsObjectBody).
+func (s ReadService) PodWrites(ctx context.Context, change string) ([]PodWrite, error) {
+	var out []PodWrite
+	err := s.Rows.PodWriteRows(ctx, change, func(scan RowScan) error {
+		var w PodWrite
+		var obj string
+		if err := scan(&w.Change, &w.ChangeStartNS, &w.Namespace, &w.Name, &w.Verb, &w.Subresource, &w.StageNS, &obj); err != nil {
+			return err
+		}
+		if IsObjectBody(w.Subresource, []byte(obj)) {
+			w.Object = []byte(obj)
+		}
+		out = append(out, w)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("writes of the pods of change %s: %w", change, err)
 	}
 	return out, nil
 }

@@ -10,12 +10,15 @@ import (
 )
 
 // Objects finds the objects with writes that a reference may name
-// (cpid.ChangeReader), in the view's cluster, or in the object's when a
-// view of every cluster.
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
-	if len(q.Resources) == 0 {
-		return nil, nil
-	}
+	return cpid.ReadService{Rows: s}.Objects(ctx, q)
+}
+
+// ObjectMatches finds the objects with writes that q names
+// (cpid.RowReader), in the view's cluster, or in every cluster for a view
+// of all.
+func (s *Store) ObjectMatches(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
 	rows, err := s.pool.Query(ctx, objectsSQL, q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster)
 	if err != nil {
 		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)

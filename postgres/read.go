@@ -444,10 +444,16 @@ func (s *Store) SpanRows(ctx context.Context, change string, row func(cpid.RowSc
 		ORDER BY start_ns, span_id COLLATE "C"`, []any{change}, row)
 }
 
-// PodWrites returns every successful write of the Pods that a change
-// created (all changes when change is ""), in apiserver order.
+// PodWrites returns the writes of the Pods that a change created
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, error) {
-	rows, err := s.pool.Query(ctx, `WITH created AS (
+	return cpid.ReadService{Rows: s}.PodWrites(ctx, change)
+}
+
+// PodWriteRows reads the writes of the Pods that a change created
+// (cpid.RowReader).
+func (s *Store) PodWriteRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.pool, `WITH created AS (
 		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		WHERE r.resource = 'pods' AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
 		  AND r.change_id IS NOT NULL AND ($1 = '' OR r.change_id = $1))
@@ -456,19 +462,7 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, 
 		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
 		  AND r.cluster = c.cluster AND r.stage_ns >= c.stage_ns AND r.attempt = 0
 		JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		ORDER BY e.stage_ns, e.id`, change)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (cpid.PodWrite, error) {
-		var w cpid.PodWrite
-		var obj string
-		err := row.Scan(&w.Change, &w.ChangeStartNS, &w.Namespace, &w.Name, &w.Verb, &w.Subresource, &w.StageNS, &obj)
-		if cpid.IsObjectBody(w.Subresource, []byte(obj)) {
-			w.Object = []byte(obj)
-		}
-		return w, err
-	})
+		ORDER BY e.stage_ns, e.id`, []any{change}, row)
 }
 
 // Hops returns the hop latencies of every explained write of a change (all

@@ -11,12 +11,15 @@ import (
 )
 
 // Objects finds the objects with writes that a reference may name
-// (cpid.ChangeReader), in the view's cluster, or in the object's when a
-// view of every cluster.
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
-	if len(q.Resources) == 0 {
-		return nil, nil
-	}
+	return cpid.ReadService{Rows: s}.Objects(ctx, q)
+}
+
+// ObjectMatches finds the objects with writes that q names
+// (cpid.RowReader), in the view's cluster, or in every cluster for a view
+// of all.
+func (s *Store) ObjectMatches(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
 	var out []cpid.ObjectMatch
 	err := s.snapshot(ctx, func(db querier) error {
 		query, args := s.objectsSQL(q)

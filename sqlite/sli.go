@@ -2,34 +2,21 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 
 	"github.com/cpid-dev/cpid"
 )
 
-// PodWrites returns every successful write of the Pods that a change
-// created (all changes when change is ""), in apiserver order.
+// PodWrites returns the writes of the Pods that a change created
+// (cpid.ChangeReader, through cpid.ReadService).
 func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, error) {
-	rows, err := s.r.QueryContext(ctx, podWritesSQL(change), change)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []cpid.PodWrite
-	for rows.Next() {
-		var w cpid.PodWrite
-		var obj sql.NullString
-		if err := rows.Scan(&w.Change, &w.ChangeStartNS, &w.Namespace, &w.Name, &w.Verb, &w.Subresource, &w.StageNS, &obj); err != nil {
-			return nil, err
-		}
-		if obj.Valid && cpid.IsObjectBody(w.Subresource, []byte(obj.String)) {
-			w.Object = json.RawMessage(obj.String)
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return cpid.ReadService{Rows: s}.PodWrites(ctx, change)
+}
+
+// PodWriteRows reads the writes of the Pods that a change created
+// (cpid.RowReader).
+func (s *Store) PodWriteRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
+	return eachRow(ctx, s.r, podWritesSQL(change), []any{change}, row)
 }
 
 // podWritesSQL is PodWrites' query. For one change, the Pods it created
@@ -47,7 +34,7 @@ func podWritesSQL(change string) string {
 		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		WHERE ` + pods + ` AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
 		  AND ` + changeCond("r", change) + `)
-		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, b.response_object
+		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, COALESCE(b.response_object, '')
 		FROM created c JOIN changes ch ON ch.id = c.change_id
 		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
 		  AND r.cluster = c.cluster AND r.stage_ns >= c.stage_ns AND r.attempt = 0
