@@ -305,12 +305,14 @@ func (s *Store) ScanMergelogs(ctx context.Context, cutoffNS int64, fn func(cpid.
 // after a time. The derived rows name writes only (the engine reads
 // nothing else), so the writes received after it are found down the
 // writes' index (writeTerms): without its terms the subquery reads every
-// event of the table, run after run.
+// event of the table, run after run. Their mergelogs are found by event
+// (mergelogs_event, migration 0017); the unary + keeps SQLite off
+// mergelogs_cpid_origin, whose cluster would read every mergelog.
 var provisionalSQL = []string{
 	`DELETE FROM revisions WHERE stage_ns > ?1 AND cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
-	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = ?2
+	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE +cluster = ?2
 	   AND event_id IN (` + writesAfterSQL + `))`,
-	`DELETE FROM mergelogs WHERE cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
+	`DELETE FROM mergelogs WHERE +cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
 	`DELETE FROM changes WHERE started_ns > ?1 AND cluster = ?2`,
 	`DELETE FROM anomalies WHERE cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
 }
