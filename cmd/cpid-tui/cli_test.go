@@ -476,14 +476,18 @@ func TestCompletion(t *testing.T) {
 }
 
 // builtBinary builds cpid-tui once for the tests that run it as a
-// program (the kubectl plugin, a shell's completion).
+// program (the kubectl plugin, a shell's completion, the version), its
+// version stamped by the linker as tools/release/snapshot.sh stamps it
+// (stampedVersion; only the version command says it).
 var builtBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "cpid-bin")
+	dir, err := sharedTestDir("bin")
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "cpid-tui")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	ldflags := "-X main.stampVersion=" + stampedVersion.version + " -X main.stampCommit=" + stampedVersion.commit +
+		" -X main.stampDate=" + stampedVersion.date
+	out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		return "", &exec.Error{Name: string(out), Err: err}
 	}

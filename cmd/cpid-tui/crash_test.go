@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -33,17 +34,31 @@ func dumpFile(t *testing.T, path string) string {
 	return dumpDB(t, db) + "indexes: " + strings.Join(idx, " ") + "\n"
 }
 
-// synthBundle writes a synthetic bundle of n events templated from the
-// real fixture (fixtures/synth).
+// synthBundle returns a synthetic bundle of n events templated from the
+// real fixture (fixtures/synth), written once in a run of the package's
+// tests: tests only read it.
 func synthBundle(t *testing.T, n int) string {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "run", "../../fixtures/synth", "-events", fmt.Sprint(n), "-rotate-mb", "20", "-out", dir, basicBundle)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("synth: %v\n%s", err, out)
+	v, _ := synthBundles.LoadOrStore(n, sync.OnceValues(func() (string, error) {
+		dir, err := sharedTestDir("synth")
+		if err != nil {
+			return "", err
+		}
+		cmd := exec.Command("go", "run", "../../fixtures/synth", "-events", fmt.Sprint(n), "-rotate-mb", "20", "-out", dir, basicBundle)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("synth: %v\n%s", err, out)
+		}
+		return dir, nil
+	}))
+	dir, err := v.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
+
+// synthBundles holds synthBundle's bundles by number of events.
+var synthBundles sync.Map
 
 // TestIngestKilled: an ingest SIGKILLed half way, then the same ingest run
 // again, ends with the database an uninterrupted ingest makes: the same

@@ -17,7 +17,7 @@ import (
 	"github.com/cpid-dev/cpid/postgres/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(m, removeSharedDir) }
 
 // TestPostgresCLI: ingest, reconstruct and the queries with --db
 // postgres://… give what they give on a SQLite file, on every real fixture.
@@ -28,7 +28,7 @@ func TestPostgresCLI(t *testing.T) {
 		t.Run(fx, func(t *testing.T) {
 			t.Parallel()
 			bundle := filepath.Join("..", "..", "fixtures", fx, "bundle")
-			lite := filepath.Join(t.TempDir(), "cpid.db")
+			lite := reconstructedFixture(t, bundle)
 			pg := pgtest.NewDatabase(t)
 			must := func(args ...string) string {
 				t.Helper()
@@ -38,10 +38,8 @@ func TestPostgresCLI(t *testing.T) {
 				}
 				return out
 			}
-			for _, db := range []string{lite, pg} {
-				must("ingest", "--db", db, bundle)
-				must("reconstruct", "--db", db)
-			}
+			must("ingest", "--db", pg, bundle)
+			must("reconstruct", "--db", pg)
 			for _, q := range [][]string{
 				{"query", "changes", "--output", "json"},
 				{"query", "changes", "--sort", "duration"},
@@ -60,7 +58,13 @@ func TestPostgresCLI(t *testing.T) {
 			if err := jsonUnmarshal(must("query", "changes", "--output", "json", "--db", lite), &ids); err != nil {
 				t.Fatal(err)
 			}
+			// Eight changes of each fixture, spread over it, read by each
+			// command: the conformance suite (storetest) reads every
+			// change through both engines.
 			for i, c := range ids {
+				if step := (len(ids) + 7) / 8; i%step != 0 {
+					continue
+				}
 				typ := c.Resource
 				if c.APIGroup != "" {
 					typ += "." + c.APIGroup

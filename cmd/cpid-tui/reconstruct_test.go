@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"flag"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cpid-dev/cpid/reconstruct"
@@ -426,14 +429,92 @@ func reconstructed(t *testing.T) string { return reconstructedFixture(t, basicBu
 
 func reconstructedFixture(t *testing.T, bundle string) string {
 	t.Helper()
-	dbPath := filepath.Join(t.TempDir(), "cpid.db")
-	if code, out, e := runCmd(t, nil, "ingest", "--db", dbPath, bundle); code != 0 {
-		t.Fatalf("ingest: %d\n%s%s", code, out, e)
+	fixtureDBs.Lock()
+	if fixtureDBs.m == nil {
+		fixtureDBs.m = map[string]*fixtureDB{}
 	}
-	if code, out, e := runCmd(t, nil, "reconstruct", "--db", dbPath); code != 0 {
-		t.Fatalf("reconstruct: %d\n%s%s", code, out, e)
+	f := fixtureDBs.m[bundle]
+	if f == nil {
+		f = &fixtureDB{}
+		fixtureDBs.m[bundle] = f
+	}
+	fixtureDBs.Unlock()
+	f.once.Do(func() { f.path, f.err = makeFixtureDB(bundle) })
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	dbPath := filepath.Join(t.TempDir(), "cpid.db")
+	b, err := os.ReadFile(f.path)
+	if err == nil {
+		err = os.WriteFile(dbPath, b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dbPath
+}
+
+// fixtureDBs holds, by bundle path as given, the database that
+// reconstructedFixture ingested and reconstructed from it: made once in a
+// run of the package's tests, each test given a copy of its own (to
+// change as it likes), for 30 tests ingested the same fixtures again.
+var fixtureDBs struct {
+	sync.Mutex
+	m map[string]*fixtureDB
+}
+
+// sharedDir is the directory of what the package's tests make once and
+// share (sharedTestDir), removed when they end (TestMain).
+var sharedDir struct {
+	sync.Mutex
+	path string
+}
+
+// sharedTestDir returns a new directory under sharedDir.
+func sharedTestDir(prefix string) (string, error) {
+	sharedDir.Lock()
+	defer sharedDir.Unlock()
+	if sharedDir.path == "" {
+		d, err := os.MkdirTemp("", "cpid-tui-tests")
+		if err != nil {
+			return "", err
+		}
+		sharedDir.path = d
+	}
+	return os.MkdirTemp(sharedDir.path, prefix)
+}
+
+// removeSharedDir removes sharedDir (TestMain, once the tests ended).
+func removeSharedDir() {
+	if sharedDir.path != "" {
+		os.RemoveAll(sharedDir.path)
+	}
+}
+
+type fixtureDB struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// makeFixtureDB ingests and reconstructs bundle into a database file of
+// its own, closed (its WAL checkpointed into the file) when it returns.
+func makeFixtureDB(bundle string) (string, error) {
+	dir, err := sharedTestDir("db")
+	if err != nil {
+		return "", err
+	}
+	dbPath := filepath.Join(dir, "cpid.db")
+	for _, args := range [][]string{{"ingest", "--db", dbPath, bundle}, {"reconstruct", "--db", dbPath}} {
+		var o, e bytes.Buffer
+		if code := run(context.Background(), &env{stdin: strings.NewReader(""), stdout: &o, stderr: &e}, args); code != 0 {
+			return "", fmt.Errorf("%s %s: exit %d\n%s%s", args[0], bundle, code, o.String(), e.String())
+		}
+	}
+	if _, err := os.Stat(dbPath + "-wal"); err == nil {
+		return "", fmt.Errorf("%s: a WAL left beside the database after the commands closed it", dbPath)
+	}
+	return dbPath, nil
 }
 
 // TestGoldenTimelines compares the changes and every change's timeline on

@@ -138,9 +138,39 @@ func (s sayCommits) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, err
 // syncBuffer is a bytes.Buffer safe for a writer and a reader, which tells
 // wake (when set, with room for one) of every write.
 type syncBuffer struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
-	wake chan struct{}
+	mu     sync.Mutex
+	b      bytes.Buffer
+	wake   chan struct{}
+	closed bool          // the writer is done (copyFrom reached the end)
+	done   chan struct{} // closed then (copyFrom's)
+}
+
+// copyFrom reads r into s until its end, then marks s closed and wakes
+// its waiters: a helper process's stderr pipe, whose end is the
+// process's exit.
+func (s *syncBuffer) copyFrom(r io.ReadCloser) {
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		io.Copy(s, r)
+		r.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		if s.wake != nil {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+}
+
+// ended reports whether the writer is done (copyFrom).
+func (s *syncBuffer) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
@@ -172,11 +202,24 @@ type proc struct {
 	stderr *syncBuffer
 }
 
-// waitFor waits until the process wrote s on stderr.
+// waitFor waits until the process wrote s on stderr; a process that
+// exits first fails the test.
 func (p proc) waitFor(t *testing.T, s string) {
 	t.Helper()
-	waitOn(t, fmt.Sprintf("%v to write %q", p.Args, s), func() bool { return strings.Contains(p.stderr.String(), s) },
-		p.stderr.woken, func() string { return "stderr: " + tail(p.stderr.String(), 2048) })
+	waitOn(t, fmt.Sprintf("%v to write %q", p.Args, s), func() bool {
+		return p.stderr.ended() || strings.Contains(p.stderr.String(), s)
+	}, p.stderr.woken, func() string { return "stderr: " + tail(p.stderr.String(), 2048) })
+	if !strings.Contains(p.stderr.String(), s) {
+		t.Fatalf("%v exited before it wrote %q; stderr: %s", p.Args, s, tail(p.stderr.String(), 2048))
+	}
+}
+
+// Wait waits for the process to exit and for everything it wrote on
+// stderr to be read.
+func (p proc) Wait() error {
+	err := p.Cmd.Wait()
+	<-p.stderr.done
+	return err
 }
 
 // helper starts this test binary as the helper process mode.
@@ -192,16 +235,27 @@ func helperWaking(t *testing.T, wake chan struct{}, mode string, args ...string)
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
 	cmd.Env = append(os.Environ(), "CPID_HELPER="+mode)
 	stderr := &syncBuffer{wake: wake}
-	cmd.Stderr = stderr
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
+	// A pipe of its own, not exec's copy of it: its end tells that the
+	// process exited (waitFor), with everything it wrote read.
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stderr = w
+	cmd.Stdout = io.Discard
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	stderr.copyFrom(r)
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 		}
+		<-stderr.done
 		if t.Failed() && stderr.Len() > 0 {
 			t.Logf("%s %v stderr (last 2 KB): %s", mode, args, tail(stderr.String(), 4096))
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,15 +14,10 @@ import (
 // marked -dirty says the tree had changes.
 func TestVersionStamped(t *testing.T) {
 	t.Parallel()
-	const (
-		ver    = "v0.0.0-3-g1a2b3c4-dirty"
-		commit = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"
-		date   = "2026-11-26T20:47:06Z"
-	)
-	bin := filepath.Join(t.TempDir(), "cpid-tui")
-	ldflags := "-X main.stampVersion=" + ver + " -X main.stampCommit=" + commit + " -X main.stampDate=" + date
-	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	ver, commit, date := stampedVersion.version, stampedVersion.commit, stampedVersion.date
+	bin, err := builtBinary()
+	if err != nil {
+		t.Fatalf("go build: %v", err)
 	}
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil {
@@ -50,6 +44,11 @@ func TestVersionStamped(t *testing.T) {
 	if v.Version != ver || v.Commit != commit || v.Date != date || !v.Modified || v.Module != "github.com/cpid-dev/cpid" {
 		t.Errorf("version -o json: %+v", v)
 	}
+}
+
+// stampedVersion is what builtBinary's linker stamps.
+var stampedVersion = struct{ version, commit, date string }{
+	"v0.0.0-3-g1a2b3c4-dirty", "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d", "2026-11-26T20:47:06Z",
 }
 
 // TestVersionUnstamped: a build without the stamp has no date (the test

@@ -47,11 +47,14 @@ var (
 )
 
 // Main runs the tests of a package and stops the shared server, if one was
-// started: call it from TestMain.
-func Main(m *testing.M) {
+// started, then calls after: call it from TestMain.
+func Main(m *testing.M, after ...func()) {
 	code := m.Run()
 	if shared != nil {
 		shared.Stop()
+	}
+	for _, f := range after {
+		f()
 	}
 	os.Exit(code)
 }
