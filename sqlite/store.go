@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -358,10 +359,16 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 	if err != nil {
 		return err
 	}
+	return s.applyMigrations(ctx, ms, upTo)
+}
+
+// applyMigrations applies the migrations ms up to version upTo
+// (migrateTo; tests apply migrations of their own).
+func (s *Store) applyMigrations(ctx context.Context, ms []cpid.Migration, upTo int) error {
 	// In a write transaction (BEGIN IMMEDIATE waits for the write lock): in
 	// autocommit the statement reads the schema first and fails at once
 	// with SQLITE_BUSY when another first open wrote meanwhile.
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT NOT NULL,
@@ -437,6 +444,10 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 			if upgrade && s.notice != nil {
 				s.notice(cpid.MigrationNotice(m))
 			}
+			before, err := schemaOf(ctx, tx)
+			if err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
@@ -445,15 +456,10 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 					return err
 				}
 			}
-			var table string
-			var rowid, parent, fkid any
-			switch err := tx.QueryRowContext(ctx, `PRAGMA foreign_key_check`).Scan(&table, &rowid, &parent, &fkid); {
-			case err == nil:
-				return fmt.Errorf("it breaks a foreign key: table %s row %v references %v", table, rowid, parent)
-			case !errors.Is(err, sql.ErrNoRows):
+			if err := checkForeignKeys(ctx, tx, before); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES (?, ?, ?)`,
+			_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES (?, ?, ?)`,
 				m.Version, m.Name, time.Now().UnixNano())
 			return err
 		})
@@ -462,6 +468,80 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		}
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// schemaState is what a migration may change that foreign keys depend
+// on: the schema's entries (their SQL by type and name) and the rows the
+// connection has written (total_changes(), rows of triggers included).
+type schemaState struct {
+	entries map[string]string
+	changes int64
+}
+
+// schemaOf reads the schema state of the migration's transaction.
+func schemaOf(ctx context.Context, tx *sql.Tx) (schemaState, error) {
+	st := schemaState{entries: map[string]string{}}
+	if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&st.changes); err != nil {
+		return st, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT type, name, COALESCE(sql, '') FROM sqlite_schema`)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var typ, name, q string
+		if err := rows.Scan(&typ, &name, &q); err != nil {
+			return st, err
+		}
+		st.entries[typ+" "+name] = q
+	}
+	return st, rows.Err()
+}
+
+// checkForeignKeys refuses a migration that leaves a row referencing
+// nothing, or a foreign key SQLite cannot check, by PRAGMA
+// foreign_key_check: over the whole database when the migration wrote a
+// row, or dropped or changed anything in the schema (a parent table
+// dropped with foreign keys off leaves its children's references
+// dangling and writes no row); over its new tables only when it only
+// added to the schema, as most do (an index on a large table: the whole
+// check read every table with a foreign key, 16 s at ten million events).
+func checkForeignKeys(ctx context.Context, tx *sql.Tx, before schemaState) error {
+	after, err := schemaOf(ctx, tx)
+	if err != nil {
+		return err
+	}
+	whole := after.changes != before.changes
+	var added []string
+	for k, q := range before.entries {
+		if aq, ok := after.entries[k]; !ok || aq != q {
+			whole = true
+		}
+	}
+	for k := range after.entries {
+		if _, ok := before.entries[k]; !ok && strings.HasPrefix(k, "table ") {
+			added = append(added, strings.TrimPrefix(k, "table "))
+		}
+	}
+	checks := []string{`PRAGMA foreign_key_check`}
+	if !whole {
+		checks = checks[:0]
+		for _, t := range added {
+			checks = append(checks, `PRAGMA foreign_key_check("`+strings.ReplaceAll(t, `"`, `""`)+`")`)
+		}
+	}
+	for _, q := range checks {
+		var table string
+		var rowid, parent, fkid any
+		switch err := tx.QueryRowContext(ctx, q).Scan(&table, &rowid, &parent, &fkid); {
+		case err == nil:
+			return fmt.Errorf("it breaks a foreign key: table %s row %v references %v", table, rowid, parent)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
 		}
 	}
 	return nil
