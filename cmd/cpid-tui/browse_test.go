@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -74,7 +75,11 @@ func newTmux(t *testing.T, name string, w, h int, command string) *tmuxSession {
 	}
 	// A server of its own, its socket in the test's directory.
 	s := &tmuxSession{t: t, tmux: path, sock: filepath.Join(dir, name+".sock"), conf: conf, wake: make(chan struct{}, 1)}
-	s.run("new-session", "-d", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), command+"; echo cpid-exit=$?")
+	// The shell prints the program's exit status, then signals the
+	// channel exited waits on (tmux remembers a signal no client waits
+	// for yet).
+	s.run("new-session", "-d", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h),
+		command+"; echo cpid-exit=$?; "+shellQuote(path)+" -S "+shellQuote(s.sock)+" wait-for -S cpid-exit")
 	t.Cleanup(func() { exec.Command(s.tmux, "-S", s.sock, "kill-server").Run() })
 	// A control client (tmux -C, which leaves the window's size alone)
 	// prints a notification of each output of the pane, and of each
@@ -175,17 +180,33 @@ func (s *tmuxSession) waitText(texts ...string) string {
 // the shell around it prints (tmux's own pane_dead_status is lost when the
 // terminal closes before the process is reaped). The line may have
 // scrolled into the history: the program leaves the cursor where it likes.
+//
+// It waits on the tmux channel the shell signals once it printed the
+// status, not on the pane's output: the control client's notification of
+// that last line was missed one run in three, and the wait then lasted
+// until waitOn's minute went by.
 func (s *tmuxSession) exited() string {
 	s.t.Helper()
-	var sc, status string
-	waitOn(s.t, "the program to exit", func() bool {
-		sc = s.run("capture-pane", "-p", "-S", "-")
-		_, st, ok := strings.Cut(sc, "cpid-exit=")
-		status = strings.TrimSpace(strings.SplitN(st, "\n", 2)[0])
-		return ok
-	}, s.woken, func() string { return "the screen and its history:\n" + sc })
-	return status
+	ctx := context.Background()
+	if end := nearTimeout(s.t); !end.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
+	}
+	if out, err := exec.CommandContext(ctx, s.tmux, "-S", s.sock, "wait-for", "cpid-exit").CombinedOutput(); err != nil {
+		s.t.Fatalf("the program never exited (tmux wait-for: %v %s); the screen and its history:\n%s", err, out,
+			s.run("capture-pane", "-p", "-S", "-"))
+	}
+	sc := s.run("capture-pane", "-p", "-S", "-")
+	_, st, ok := strings.Cut(sc, "cpid-exit=")
+	if !ok {
+		s.t.Fatalf("the shell signalled the exit but printed no status; the screen and its history:\n%s", sc)
+	}
+	return strings.TrimSpace(strings.SplitN(st, "\n", 2)[0])
 }
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // sgr finds SGR escape sequences that set a color.
 var sgr = regexp.MustCompile(`\x1b\[([0-9;:]*)m`)
