@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cpid-dev/cpid"
@@ -164,25 +165,54 @@ var changeOrders = map[string]string{"time": "c.started_ns DESC", "duration": "(
 // alone, so that a deep page or a sort by duration does not join and
 // decode every row it sorts or skips.
 func (r reads) ChangePage(ctx context.Context, q cpid.ChangeQuery) ([]string, error) {
-	where, args := r.s.changeFilter(q)
-	return column(ctx, r.db, `SELECT c.id FROM changes c `+where+` ORDER BY `+changeOrders[q.Sort]+`, c.id LIMIT ? OFFSET ?`,
-		append(args, q.Limit, q.Offset)...)
+	query, args := r.s.changePageSQL(q)
+	return column(ctx, r.db, query, args...)
+}
+
+// changePageSQL is ChangePage's query. A filter's gate is its LIMIT: 0
+// when it fails, and SQLite reads no change.
+func (s *Store) changePageSQL(q cpid.ChangeQuery) (string, []any) {
+	where, args := s.changeFilter(q)
+	gate, gargs := changeGate(q)
+	return `SELECT c.id FROM changes c ` + where + ` ORDER BY ` + changeOrders[q.Sort] + `, c.id
+		LIMIT CASE WHEN ` + gate + ` THEN ? ELSE 0 END OFFSET ?`, slices.Concat(args, gargs, []any{q.Limit, q.Offset})
 }
 
 // ChangeCount counts the changes q's filters keep.
 func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error) {
-	where, args := r.s.changeFilter(q)
+	query, args := r.s.changeCountSQL(q)
 	var n int
-	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n)
+	err := r.db.QueryRowContext(ctx, query, args...).Scan(&n)
 	return n, err
 }
 
-// ChangeRowsByID reads cpid.ChangeColumns.
+// changeCountSQL is ChangeCount's query: none counted, and no change
+// read, when a filter's gate fails.
+func (s *Store) changeCountSQL(q cpid.ChangeQuery) (string, []any) {
+	where, args := s.changeFilter(q)
+	gate, gargs := changeGate(q)
+	return `SELECT CASE WHEN ` + gate + ` THEN (SELECT count(*) FROM changes c ` + where + `) ELSE 0 END`, slices.Concat(gargs, args)
+}
+
+// changeGate is what q's changes are read under: filterGate of its filter.
+func changeGate(q cpid.ChangeQuery) (string, []any) {
+	if q.Filter == "" {
+		return `TRUE`, nil
+	}
+	return filterGate(q.Filter)
+}
+
+// ChangeRowsByID reads cpid.ChangeColumns. The body of a change's first
+// write is looked up only for a resource that is no built-in one (a
+// subquery in the CASE): joined, it was for every change (200 changes, a
+// page of the terminal UI: 3.2 -> 1.7 ms at ten million events).
 func (r reads) ChangeRowsByID(ctx context.Context, ids []string, row func(cpid.RowScan) error) error {
 	return eachRow(ctx, r.db, `SELECT c.id, c.started_ns, c.settled_ns, c.user, e.user_agent, c.verb,
-		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`) THEN NULLIF(b.response_object ->> '$.kind', 'Status') END, ''), c.api_group, c.resource, c.subresource,
+		COALESCE(CASE WHEN c.subresource = '' AND c.resource NOT IN (`+cpid.BuiltinResourcesSQL+`)
+			THEN (SELECT NULLIF(b.response_object ->> '$.kind', 'Status') FROM audit_bodies b WHERE b.event_id = c.event_id) END, ''),
+		c.api_group, c.resource, c.subresource,
 		c.namespace, c.name, c.writes, c.objects, COALESCE(c.slowest_hop_ns, 0), c.cluster, c.trigger, c.trigger_detail, c.traceparent
-		FROM changes c JOIN audit_events e ON e.id = c.event_id LEFT JOIN audit_bodies b ON b.event_id = c.event_id
+		FROM changes c JOIN audit_events e ON e.id = c.event_id
 		WHERE c.id IN `+inJSON+` ORDER BY c.started_ns DESC, c.id`, []any{jsonList(ids)}, row)
 }
 

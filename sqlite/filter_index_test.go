@@ -40,8 +40,11 @@ func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
 // row, by its key (migration 0016), whatever the filter may name (a name
 // or writer, a verb, a code): never the writes, their events, or the
 // indexes of their names and writers (the filter before 0016,
-// writesFilterCond, read those and fails here). A filter holding
-// change_search's separator reads each change's writes by
+// writesFilterCond, read those and fails here). The gate, whether any
+// value holds the filter, comes before any change is read: the count is
+// the THEN of a CASE, the page's LIMIT 0 when it fails (a condition of
+// the WHERE clause was tested at each change, listed after their scan). A
+// filter holding change_search's separator reads each change's writes by
 // revisions_change. Storing a change's row reads its writes by
 // revisions_change too.
 func TestFilterIndexUsed(t *testing.T) {
@@ -51,11 +54,9 @@ func TestFilterIndexUsed(t *testing.T) {
 		v := s.InCluster(cluster)
 		// "web": no verb or code; "update": a verb; "409": a code.
 		for _, f := range []string{"web", "update", "409", "n"} {
-			where, args := v.changeFilter(cpid.ChangeQuery{Filter: f})
-			for _, q := range []string{
-				`SELECT count(*) FROM changes c ` + where,
-				`SELECT c.id FROM changes c ` + where + ` ORDER BY c.started_ns DESC, c.id LIMIT 50 OFFSET 0`,
-			} {
+			cq, cargs := v.changeCountSQL(cpid.ChangeQuery{Filter: f})
+			pq, pargs := v.changePageSQL(cpid.ChangeQuery{Filter: f, Sort: "time", Limit: 50})
+			for q, args := range map[string][]any{cq: cargs, pq: pargs} {
 				p := queryPlan(t, s, q, args...)
 				if cluster == "" && !strings.Contains(p, "INDEX changes_search") {
 					t.Errorf("filter %q: %s\nplan: %s\nwant changes_search", f, q, p)
@@ -64,8 +65,14 @@ func TestFilterIndexUsed(t *testing.T) {
 				// a change's change_search row by its key.
 				if !strings.Contains(p, "SEARCH s USING INDEX sqlite_autoindex_change_search_1 (change_id=?)") ||
 					strings.Count(p, "change_search") != 1 || strings.Count(p, "CORRELATED") != 1 ||
-					strings.Count(p, "SEARCH search_terms USING PRIMARY KEY (kind=?") < 2 || strings.Contains(p, "SCAN search_terms") {
+					strings.Count(p, "SEARCH search_terms USING PRIMARY KEY (kind=?") < 3 || strings.Contains(p, "SCAN search_terms") {
 					t.Errorf("filter %q, cluster %q: %s\nplan: %s\nwant search_terms by kind, once, and each change's change_search row by its key", f, cluster, q, p)
+				}
+				// The gate (the values of the changes' own rows) before
+				// the changes.
+				gate, scan := strings.Index(p, "SEARCH search_terms USING PRIMARY KEY (kind=?)"), strings.Index(p, " c USING ")
+				if gate < 0 || scan < 0 || gate > scan {
+					t.Errorf("filter %q, cluster %q: %s\nplan: %s\nwant the gate's values of search_terms read before the changes", f, cluster, q, p)
 				}
 				for _, no := range []string{"revisions", " r ", " e ", "audit_events"} {
 					if strings.Contains(p+" ", no) {
@@ -88,15 +95,16 @@ func TestFilterIndexUsed(t *testing.T) {
 }
 
 // TestSLIIndexUsed: query sli --change finds the change's writes through
-// revisions_change and each Pod's writes through revisions_object, never
-// by reading every write (or every Pod's).
+// revisions_change and each Pod's writes from its creation through
+// revisions_object_time (migration 0018), never by reading every write
+// (or every Pod's).
 func TestSLIIndexUsed(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
 	p := queryPlan(t, s, podWritesSQL("x"), "x")
 	if !strings.Contains(p, "MATERIALIZE created; SEARCH r USING INDEX revisions_change (change_id=?)") ||
-		!strings.Contains(p, "INDEX revisions_object (resource=? AND namespace=? AND name=?)") {
-		t.Errorf("PodWrites of one change, plan: %s\nwant its writes by revisions_change, then each Pod's by revisions_object", p)
+		!strings.Contains(p, "INDEX revisions_object_time (resource=? AND namespace=? AND name=? AND api_group=? AND cluster=? AND stage_ns>?)") {
+		t.Errorf("PodWrites of one change, plan: %s\nwant its writes by revisions_change, then each Pod's from its creation by revisions_object_time", p)
 	}
 	if p := queryPlan(t, s, hopsSQL("x"), "x", ""); !strings.Contains(p, "INDEX revisions_change (change_id=?)") {
 		t.Errorf("Hops of one change, plan: %s\nwant revisions_change", p)

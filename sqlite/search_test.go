@@ -165,6 +165,21 @@ func TestFilterSameAsWrites(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Errorf("filter %q: %d changes, the writes' filter %d\ngot  %v\nwant %v", f, len(got), len(want), got, want)
 				}
+				// The statements run, their gate before the changes:
+				// the same count and page.
+				q := cpid.ChangeQuery{Filter: strings.ToLower(f), Sort: "time", Limit: 1 << 20}
+				n, err := reads{s.r, s}.ChangeCount(t.Context(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				page, err := reads{s.r, s}.ChangePage(t.Context(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.Sort(page)
+				if n != len(want) || !slices.Equal(page, want) {
+					t.Errorf("filter %q: count %d and page %v, the writes' filter %d: %v", f, n, page, len(want), want)
+				}
 				// The filters that match on the writes alone, not on
 				// the change's own row, are what change_search decides.
 				own := filtered(t, s, `instr(`+searchText+`, ?) > 0`, []any{strings.ToLower(f)})

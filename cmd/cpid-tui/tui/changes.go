@@ -150,16 +150,36 @@ func (c *changesScreen) fetch(at int, keepID string) tea.Cmd {
 				return msg
 			}
 		}
+		// The page is read while the changes are counted (each reads
+		// the changes the filter keeps: at each key typed, the answer
+		// waits for the longer of the two, not both), and again when
+		// fewer changes than its start match. When none matches, the
+		// page's read is stopped.
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		page := make(chan changesPage, 1)
+		go func() {
+			rows, err := st.Changes(pctx, cpid.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: base})
+			page <- changesPage{rows, err}
+		}()
 		msg.total, msg.err = st.CountChanges(ctx, filter)
-		if msg.err != nil {
+		if msg.err != nil || msg.total == 0 {
 			return msg
 		}
+		p := <-page
+		msg.rows, msg.err = p.rows, p.err
 		if base >= msg.total {
 			msg.base = max(0, msg.total-pageSize)
+			msg.rows, msg.err = st.Changes(ctx, cpid.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: msg.base})
 		}
-		msg.rows, msg.err = st.Changes(ctx, cpid.ChangeQuery{Filter: filter, Sort: sort, Limit: pageSize, Offset: msg.base})
 		return msg
 	}
+}
+
+// changesPage is a page of changes read, or why not.
+type changesPage struct {
+	rows []cpid.ChangeRow
+	err  error
 }
 
 func (c *changesScreen) applyFixed() {
