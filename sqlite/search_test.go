@@ -15,16 +15,14 @@ import (
 )
 
 // writesFilterCond is the filter's condition as it was before
-// change_search (migration 0016), word for word: the writes' names and
-// writers found through their distinct values (revisions_names,
-// revisions_writers), the verbs and codes read from each change's writes
-// and their events. TestFilterSameAsWrites holds the new one to it.
+// change_search (migration 0016): the changes with a write whose name or
+// writer holds it (then read through their distinct values and the index
+// revisions_names, which migration 0018 dropped: here every write is
+// read), the verbs and codes read from each change's writes and their
+// events. TestFilterSameAsWrites holds the new one to it.
 func writesFilterCond(filter string) (string, []any) {
 	distinctIn := func(col string) string {
-		return `c.id IN (WITH RECURSIVE v(x) AS (
-			SELECT (SELECT min(` + col + `) FROM revisions WHERE change_id IS NOT NULL)
-			UNION ALL SELECT (SELECT min(` + col + `) FROM revisions WHERE change_id IS NOT NULL AND ` + col + ` > x) FROM v WHERE x IS NOT NULL)
-		SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND ` + col + ` IN (SELECT x FROM v WHERE instr(lower(x), ?) > 0))`
+		return `c.id IN (SELECT change_id FROM revisions WHERE change_id IS NOT NULL AND instr(lower(` + col + `), ?) > 0)`
 	}
 	raw := strings.ToLower(filter)
 	cond := `(instr(` + searchText + `, ?) > 0
