@@ -22,7 +22,8 @@ func (s *Store) PodWriteRows(ctx context.Context, change string, row func(cpid.R
 // podWritesSQL is PodWrites' query. For one change, the Pods it created
 // are found first (MATERIALIZED) from its writes (revisions_change; the
 // unary + keeps SQLite from reading every write of a Pod through
-// revisions_object instead), then each Pod's writes by revisions_object:
+// revisions_object instead), then each Pod's writes from its creation by
+// revisions_object_time:
 // otherwise SQLite joins in the other order and reads every Pod write of
 // the database (TestSLIIndexUsed).
 func podWritesSQL(change string) string {
