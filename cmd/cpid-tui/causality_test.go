@@ -66,9 +66,11 @@ var envTrigger = map[string]string{"node": "node", "controller-start": "controll
 // its window (precision and recall at least 0.95); the user's changes keep
 // precision and recall 1 and settle within seconds of their own last write.
 func TestAttributionEnvironment(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"node-loss", "kcm-restart", "leader-change", "leader-change-metadata", "leader-gap-scale", "conflicts",
 		"cronjob", "metadata-policy"} {
 		t.Run(f, func(t *testing.T) {
+			t.Parallel()
 			checkAttribution(t, f, 1, 1)
 			checkEnvironment(t, f, 0.95, 0.95)
 		})
@@ -189,16 +191,11 @@ func checkEnvironment(t *testing.T, fixture string, minPrecision, minRecall floa
 // every hop kept in its change past its window with nothing to explain it
 // is counted by reconstruct's data warning.
 func TestUnexplainedShare(t *testing.T) {
+	t.Parallel()
 	for _, f := range recordedFixtures {
 		t.Run(f, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "cpid.db")
-			if code, out, e := runCmd(t, nil, "ingest", "--db", db, filepath.Join("../../fixtures", f, "bundle")); code != 0 {
-				t.Fatalf("ingest: %d\n%s%s", code, out, e)
-			}
-			code, said, e := runCmd(t, nil, "reconstruct", "--db", db)
-			if code != 0 {
-				t.Fatalf("reconstruct: %d\n%s%s", code, said, e)
-			}
+			t.Parallel()
+			db, said := reconstructedSaying(t, filepath.Join("../../fixtures", f, "bundle"))
 			code, out, e := runCmd(t, nil, "query", "changes", "--db", db, "--output", "json", "--limit", "0")
 			if code != 0 {
 				t.Fatalf("query changes: %d\n%s", code, e)
@@ -452,6 +449,7 @@ func TestQueryAnomalies(t *testing.T) {
 // held past 1 s, and those writes stay with the user's change, explained
 // "throttled", instead of each starting a change of its own ("unknown").
 func TestAttributionLoad(t *testing.T) {
+	t.Parallel()
 	checkAttribution(t, "load", 1, 1)
 	db := reconstructedFixture(t, filepath.Join("../../fixtures", "load", "bundle"))
 	var unknown, throttled int

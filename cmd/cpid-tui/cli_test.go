@@ -499,6 +499,7 @@ var builtBinary = sync.OnceValues(func() (string, error) {
 // says kubectl cpid. Without a kubectl binary, the name mapping kubectl's
 // plugin discovery applies is checked alone.
 func TestKubectlPlugin(t *testing.T) {
+	t.Parallel()
 	for base, want := range map[string]string{"kubectl-cpid": "kubectl cpid", "kubectl-cpid.exe": "kubectl cpid", "cpid-tui": "cpid-tui",
 		"cpid": "cpid-tui", "kubectl-cpid-dev": "kubectl cpid dev"} {
 		if got := progName(base); got != want {
@@ -556,6 +557,7 @@ func TestKubectlPlugin(t *testing.T) {
 // to complete a change id, as pressing TAB would: the script runs the
 // binary's __complete.
 func TestShellCompletion(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")

@@ -14,8 +14,10 @@ import (
 // holding that recording alone, the listing of every cluster is the union,
 // and --cluster selects one.
 func TestFleetClusters(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			fleet := filepath.Join(dir, "fleet.db")
 			if engine == "postgres" {

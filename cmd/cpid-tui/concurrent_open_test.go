@@ -142,8 +142,10 @@ func TestConcurrentFirstOpens(t *testing.T) {
 // had one of them say "migrating to schema vN" (a process whose first
 // migration waited for another's applied the later ones as an upgrade).
 func TestFirstOpenNoMigrationNotice(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			log := filepath.Join(dir, "audit.log")
 			writeLines(t, log, userCreate(1))

@@ -16,6 +16,7 @@ import (
 // and looks for the credentials in the text of every row of every table, as
 // TestIngestCredentials does in the bytes of a SQLite file.
 func TestIngestCredentialsPostgres(t *testing.T) {
+	t.Parallel()
 	const marker = "c0ffee5ecret42" // ingest_test.credMarker
 	pem := "-----BEGIN RSA PRIVATE KEY-----\nMIIEow" + marker + "\nAAAA\n-----END RSA PRIVATE KEY-----\n"
 	in, err := os.ReadFile("../../ingest/testdata/audit/credentials.jsonl")

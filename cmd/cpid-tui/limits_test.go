@@ -328,6 +328,7 @@ func gzipOf(t *testing.T, b []byte) []byte {
 // bundle past --max-members is refused the same way, what was read of it
 // before stored.
 func TestIngestBombs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	member := gzipOf(t, bytes.Repeat([]byte("\n"), 8<<20))
 	one := filepath.Join(dir, "one.log.gz")

@@ -156,6 +156,7 @@ func TestReadingHintsReconstruct(t *testing.T) {
 // TestReadingPostgres: on PostgreSQL too, a reading command neither
 // creates the schema nor migrates it, and reads with a read-only session.
 func TestReadingPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
 	code, _, errOut := runCmd(t, nil, "query", "changes", "--db", dsn)

@@ -429,6 +429,14 @@ func reconstructed(t *testing.T) string { return reconstructedFixture(t, basicBu
 
 func reconstructedFixture(t *testing.T, bundle string) string {
 	t.Helper()
+	db, _ := reconstructedSaying(t, bundle)
+	return db
+}
+
+// reconstructedSaying is reconstructedFixture, with what reconstruct
+// wrote (stdout, then stderr) when it made the database.
+func reconstructedSaying(t *testing.T, bundle string) (string, string) {
+	t.Helper()
 	fixtureDBs.Lock()
 	if fixtureDBs.m == nil {
 		fixtureDBs.m = map[string]*fixtureDB{}
@@ -439,7 +447,7 @@ func reconstructedFixture(t *testing.T, bundle string) string {
 		fixtureDBs.m[bundle] = f
 	}
 	fixtureDBs.Unlock()
-	f.once.Do(func() { f.path, f.err = makeFixtureDB(bundle) })
+	f.once.Do(func() { f.path, f.said, f.err = makeFixtureDB(bundle) })
 	if f.err != nil {
 		t.Fatal(f.err)
 	}
@@ -451,7 +459,7 @@ func reconstructedFixture(t *testing.T, bundle string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dbPath
+	return dbPath, f.said
 }
 
 // fixtureDBs holds, by bundle path as given, the database that
@@ -494,27 +502,31 @@ func removeSharedDir() {
 type fixtureDB struct {
 	once sync.Once
 	path string
+	said string // reconstruct's stdout and stderr
 	err  error
 }
 
 // makeFixtureDB ingests and reconstructs bundle into a database file of
-// its own, closed (its WAL checkpointed into the file) when it returns.
-func makeFixtureDB(bundle string) (string, error) {
+// its own, closed (its WAL checkpointed into the file) when it returns,
+// and returns what reconstruct wrote.
+func makeFixtureDB(bundle string) (string, string, error) {
 	dir, err := sharedTestDir("db")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	dbPath := filepath.Join(dir, "cpid.db")
+	var said string
 	for _, args := range [][]string{{"ingest", "--db", dbPath, bundle}, {"reconstruct", "--db", dbPath}} {
 		var o, e bytes.Buffer
 		if code := run(context.Background(), &env{stdin: strings.NewReader(""), stdout: &o, stderr: &e}, args); code != 0 {
-			return "", fmt.Errorf("%s %s: exit %d\n%s%s", args[0], bundle, code, o.String(), e.String())
+			return "", "", fmt.Errorf("%s %s: exit %d\n%s%s", args[0], bundle, code, o.String(), e.String())
 		}
+		said = o.String() + e.String()
 	}
 	if _, err := os.Stat(dbPath + "-wal"); err == nil {
-		return "", fmt.Errorf("%s: a WAL left beside the database after the commands closed it", dbPath)
+		return "", "", fmt.Errorf("%s: a WAL left beside the database after the commands closed it", dbPath)
 	}
-	return dbPath, nil
+	return dbPath, said, nil
 }
 
 // TestGoldenTimelines compares the changes and every change's timeline on

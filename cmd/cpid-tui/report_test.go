@@ -44,8 +44,10 @@ func realBundles(t *testing.T) []string {
 // link, no image, no URL in an attribute or a style). The Markdown's
 // chart file passes the same checks, and its table has a row per write.
 func TestReportFixtures(t *testing.T) {
+	t.Parallel()
 	for _, f := range realBundles(t) {
 		t.Run(f, func(t *testing.T) {
+			t.Parallel()
 			db := reconstructedFixture(t, filepath.Join("../../fixtures", f, "bundle"))
 			cs := queryJSON[[]cpid.ChangeRow](t, "query", "changes", "--db", db, "--limit", "0", "--output", "json")
 			if len(cs) == 0 {

@@ -145,6 +145,7 @@ func (d *dropCounter) ProcessEvents(ev ...*auditinternal.Event) bool {
 // it gave up on, at most once. The sender says which batches it dropped,
 // so the test does not depend on how fast serve comes back.
 func TestServeWebhookTorture(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := newPKI(t, dir)
 	db := filepath.Join(dir, "cpid.db")
