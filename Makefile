@@ -47,9 +47,9 @@ test: vet
 		echo "make test: -race steps skipped: they need cgo and a C compiler (CGO_ENABLED=$$($(GO) env CGO_ENABLED), go env CC: $$cc)"; \
 	else \
 		set -ex; \
-		$(GO) test -race -count=1 -run 'Concurrent' ./sqlite/; \
-		: the chunk buffers that ingest reuses once their batches are written; \
-		$(GO) test -race -count=1 -run 'ChunkBuffers' ./ingest/; \
+		: the concurrent opens and writes of SQLite, and the chunk buffers that; \
+		: ingest reuses once their batches are written, the two packages at once; \
+		$(GO) test -race -count=1 -run 'Concurrent|ChunkBuffers' ./sqlite/ ./ingest/; \
 		: the bulk load of a binary built without cgo, the pure-Go SQLite; \
 		CGO_ENABLED=0 $(GO) test -count=1 -run 'Bulk' ./sqlite/; \
 	fi
