@@ -39,7 +39,7 @@ func dumpFile(t *testing.T, path string) string {
 // tests: tests only read it.
 func synthBundle(t *testing.T, n int) string {
 	t.Helper()
-	v, _ := synthBundles.LoadOrStore(n, sync.OnceValues(func() (string, error) {
+	dir, err := sharedOnce(&synthBundles, n, func() (string, error) {
 		dir, err := sharedTestDir("synth")
 		if err != nil {
 			return "", err
@@ -49,8 +49,7 @@ func synthBundle(t *testing.T, n int) string {
 			return "", fmt.Errorf("synth: %v\n%s", err, out)
 		}
 		return dir, nil
-	}))
-	dir, err := v.(func() (string, error))()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

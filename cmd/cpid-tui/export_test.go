@@ -460,7 +460,7 @@ func checkExportDAG(t *testing.T, bundle string) {
 	// the fixture (of every change when it has fewer: the load fixture's
 	// hundreds took 8 s of the test's 18).
 	for i, id := range changes {
-		if step := (len(changes) + 24) / 25; i%step != 0 {
+		if !spread(i, len(changes), 25) {
 			continue
 		}
 		code, out, e := runCmd(t, nil, "query", "related", id, "--db", dbPath, "--output", "json")

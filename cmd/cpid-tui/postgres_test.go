@@ -62,7 +62,7 @@ func TestPostgresCLI(t *testing.T) {
 			// command: the conformance suite (storetest) reads every
 			// change through both engines.
 			for i, c := range ids {
-				if step := (len(ids) + 7) / 8; i%step != 0 {
+				if !spread(i, len(ids), 8) {
 					continue
 				}
 				typ := c.Resource

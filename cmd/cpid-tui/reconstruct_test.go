@@ -437,19 +437,9 @@ func reconstructedFixture(t *testing.T, bundle string) string {
 // wrote (stdout, then stderr) when it made the database.
 func reconstructedSaying(t *testing.T, bundle string) (string, string) {
 	t.Helper()
-	fixtureDBs.Lock()
-	if fixtureDBs.m == nil {
-		fixtureDBs.m = map[string]*fixtureDB{}
-	}
-	f := fixtureDBs.m[bundle]
-	if f == nil {
-		f = &fixtureDB{}
-		fixtureDBs.m[bundle] = f
-	}
-	fixtureDBs.Unlock()
-	f.once.Do(func() { f.path, f.said, f.err = makeFixtureDB(bundle) })
-	if f.err != nil {
-		t.Fatal(f.err)
+	f, err := sharedOnce(&fixtureDBs, bundle, func() (fixtureDB, error) { return makeFixtureDB(bundle) })
+	if err != nil {
+		t.Fatal(err)
 	}
 	dbPath := filepath.Join(t.TempDir(), "cpid.db")
 	b, err := os.ReadFile(f.path)
@@ -466,9 +456,19 @@ func reconstructedSaying(t *testing.T, bundle string) (string, string) {
 // reconstructedFixture ingested and reconstructed from it: made once in a
 // run of the package's tests, each test given a copy of its own (to
 // change as it likes), for 30 tests ingested the same fixtures again.
-var fixtureDBs struct {
-	sync.Mutex
-	m map[string]*fixtureDB
+var fixtureDBs sync.Map
+
+// fixtureDB is a database of fixtureDBs.
+type fixtureDB struct {
+	path string
+	said string // reconstruct's stdout and stderr
+}
+
+// sharedOnce returns what build gives for key, built once in a run of the
+// package's tests and kept in m (build's answer, an error too, by key).
+func sharedOnce[T any](m *sync.Map, key any, build func() (T, error)) (T, error) {
+	v, _ := m.LoadOrStore(key, sync.OnceValues(build))
+	return v.(func() (T, error))()
 }
 
 // sharedDir is the directory of what the package's tests make once and
@@ -499,35 +499,32 @@ func removeSharedDir() {
 	}
 }
 
-type fixtureDB struct {
-	once sync.Once
-	path string
-	said string // reconstruct's stdout and stderr
-	err  error
-}
-
 // makeFixtureDB ingests and reconstructs bundle into a database file of
 // its own, closed (its WAL checkpointed into the file) when it returns,
-// and returns what reconstruct wrote.
-func makeFixtureDB(bundle string) (string, string, error) {
+// with what reconstruct wrote.
+func makeFixtureDB(bundle string) (fixtureDB, error) {
 	dir, err := sharedTestDir("db")
 	if err != nil {
-		return "", "", err
+		return fixtureDB{}, err
 	}
-	dbPath := filepath.Join(dir, "cpid.db")
-	var said string
-	for _, args := range [][]string{{"ingest", "--db", dbPath, bundle}, {"reconstruct", "--db", dbPath}} {
+	f := fixtureDB{path: filepath.Join(dir, "cpid.db")}
+	for _, args := range [][]string{{"ingest", "--db", f.path, bundle}, {"reconstruct", "--db", f.path}} {
 		var o, e bytes.Buffer
 		if code := run(context.Background(), &env{stdin: strings.NewReader(""), stdout: &o, stderr: &e}, args); code != 0 {
-			return "", "", fmt.Errorf("%s %s: exit %d\n%s%s", args[0], bundle, code, o.String(), e.String())
+			return fixtureDB{}, fmt.Errorf("%s %s: exit %d\n%s%s", args[0], bundle, code, o.String(), e.String())
 		}
-		said = o.String() + e.String()
+		f.said = o.String() + e.String()
 	}
-	if _, err := os.Stat(dbPath + "-wal"); err == nil {
-		return "", "", fmt.Errorf("%s: a WAL left beside the database after the commands closed it", dbPath)
+	if _, err := os.Stat(f.path + "-wal"); err == nil {
+		return fixtureDB{}, fmt.Errorf("%s: a WAL left beside the database after the commands closed it", f.path)
 	}
-	return dbPath, said, nil
+	return f, nil
 }
+
+// spread reports whether the i-th of n items is one of about k spread
+// evenly over them (every item when n <= k): the ones a test reads when
+// reading all of them adds time and no case.
+func spread(i, n, k int) bool { return i%((n+k-1)/k) == 0 }
 
 // TestGoldenTimelines compares the changes and every change's timeline on
 // each real fixture with testdata/FIXTURE.timelines.golden (go test -update

@@ -138,50 +138,49 @@ func (s sayCommits) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, err
 // syncBuffer is a bytes.Buffer safe for a writer and a reader, which tells
 // wake (when set, with room for one) of every write.
 type syncBuffer struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	wake   chan struct{}
-	closed bool          // the writer is done (copyFrom reached the end)
-	done   chan struct{} // closed then (copyFrom's)
+	mu   sync.Mutex
+	b    bytes.Buffer
+	wake chan struct{}
+	done chan struct{} // closed when copyFrom reached the end of its reader
 }
 
-// copyFrom reads r into s until its end, then marks s closed and wakes
-// its waiters: a helper process's stderr pipe, whose end is the
-// process's exit.
+// copyFrom reads r into s until its end, then closes done and wakes its
+// waiters: a helper process's stderr pipe, whose end is the process's
+// exit.
 func (s *syncBuffer) copyFrom(r io.ReadCloser) {
 	s.done = make(chan struct{})
 	go func() {
-		defer close(s.done)
 		io.Copy(s, r)
 		r.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.closed = true
-		if s.wake != nil {
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
-		}
+		close(s.done)
+		s.notify()
 	}()
 }
 
-// ended reports whether the writer is done (copyFrom).
+// ended reports whether copyFrom reached the end of its reader.
 func (s *syncBuffer) ended() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
+	select {
+	case <-s.done:
+		return true
+	default: // not yet, or no copyFrom (a nil done)
+		return false
+	}
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// notify tells wake, when set, of a change.
+func (s *syncBuffer) notify() {
 	if s.wake != nil {
 		select {
 		case s.wake <- struct{}{}:
 		default: // a wake-up is pending already
 		}
 	}
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify()
 	return s.b.Write(p)
 }
 
