@@ -33,8 +33,6 @@ import (
 	"syscall"
 	"time"
 
-	"gopkg.in/natefinch/lumberjack.v2"
-
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/postgres"
@@ -63,16 +61,23 @@ func main() {
 	batch := flag.Int("batch", 0, "the tailer's BatchSize, most records per transaction (0: its default), as `cpid-tui tail --batch`")
 	commitEvery := flag.Duration("commit-every", 0, "the tailer's CommitEvery (0: its default; negative: none), as `cpid-tui tail --commit-every`")
 	trace := flag.String("trace", "", "write one line per commit and per reconstruct run to this file (time, what, records, duration, lag)")
+	compress := flag.Bool("compress", true, "gzip the rotated backups (lumberjack Compress, kube-apiserver --audit-log-compress; kube-apiserver's default is off)")
+	backlog := flag.Bool("backlog", true, "also measure the tailer alone: the events are written (and rotated) before the clock starts and the tailer catches up")
+	child := flag.String("write-child", "", "internal: run as the writer process of a measurement, with this JSON job")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: tailbench [flags] BUNDLE_DIR\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *child != "" {
+		os.Exit(writeChild(*child, flag.Args()))
+	}
 	if flag.NArg() != 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon, commitEvery: *commitEvery, batch: *batch}
+	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon, commitEvery: *commitEvery, batch: *batch,
+		compress: *compress, backlog: *backlog}
 	if !*pure {
 		sqliteOpts = append(sqliteOpts, cpid.Native())
 	}
@@ -173,6 +178,8 @@ type bench struct {
 
 	commitEvery time.Duration
 	batch       int
+	compress    bool // -compress: lumberjack gzips the rotated backups
+	backlog     bool // -backlog: measure the tailer catching up with a log written before the start
 }
 
 // single measures one cluster into SQLite, as fast as possible and at each
@@ -187,12 +194,17 @@ func (b *bench) single(rateList string) error {
 		return err
 	}
 	fmt.Printf("## Live tail\n\n")
-	fmt.Printf("`go run ./cmd/tailbench -rates %s -duration %s -events %d -maxsize %d -reconstruct-every %s %s`:\n",
-		rateList, b.dur, b.events, b.maxSize, b.recon, b.bundle)
+	fmt.Printf("`go run ./cmd/tailbench -rates %s -duration %s -events %d -maxsize %d -reconstruct-every %s -compress=%t %s`:\n",
+		rateList, b.dur, b.events, b.maxSize, b.recon, b.compress, b.bundle)
 	fmt.Printf("an in-process `ingest.Tailer` (as `cpid-tui tail` runs it, reconstructing every %s) follows an audit log that a\n", b.recon)
-	fmt.Printf("lumberjack writer rotates every %d MB with gzip'd backups; events are the real fixture's, with fresh\n", b.maxSize)
+	fmt.Printf("lumberjack writer in a process of its own rotates every %d MB, %s; events are the real fixture's, with fresh\n", b.maxSize, b.rotated())
 	fmt.Printf("auditIDs and a stageTimestamp set when written. Lag is from that timestamp to the commit of the\n")
-	fmt.Printf("event's batch. CPU/event is the whole process's CPU time (writer and gzip included) per event.\n")
+	fmt.Printf("event's batch. Tailer CPU/event is the tailbench process's CPU time per event: reading, decoding, storing,\n")
+	fmt.Printf("the reconstructions and the benchmark's bookkeeping of the lags. Writer CPU/event is the writer process's, from\n")
+	fmt.Printf("its first line to the end of its last backup's compression: rendering the lines, writing them, rotating%s.\n", b.gzipping())
+	fmt.Printf("In the backlog row, the writer writes every event (and rotates) before the clock starts and the tailer is\n")
+	fmt.Printf("started; the row times the tailer catching up alone, so it has no lag. In the other rows writer and tailer\n")
+	fmt.Printf("run at once and share the cores.\n")
 	engine := "SQLite in C, as `cpid-tui tail` opens it"
 	if len(sqliteOpts) == 0 {
 		engine = "the pure-Go SQLite (-pure)"
@@ -201,14 +213,21 @@ func (b *bench) single(rateList string) error {
 		engine, orDefault(b.batch, "the default"), orDefault(b.commitEvery, "the default"))
 	fmt.Printf("GOMAXPROCS=%d.\n\n", runtime.GOMAXPROCS(0))
 	fmt.Printf("Load average at the start: %s.\n\n", loadavg())
-	fmt.Printf("| write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | CPU/event |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	res, err := b.measure(sqliteTarget, 1, 0, b.events)
+	fmt.Printf("| write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | tailer CPU/event | writer CPU/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	if b.backlog {
+		res, err := b.measure(sqliteTarget, 1, 0, b.events, true)
+		if err != nil {
+			return err
+		}
+		res.print("backlog (written before the start)")
+	}
+	res, err := b.measure(sqliteTarget, 1, 0, b.events, false)
 	if err != nil {
 		return err
 	}
 	res.print("as fast as possible")
 	for _, rate := range rates {
-		res, err := b.measure(sqliteTarget, 1, rate, int(b.dur.Seconds()*float64(rate)))
+		res, err := b.measure(sqliteTarget, 1, rate, int(b.dur.Seconds()*float64(rate)), false)
 		if err != nil {
 			return err
 		}
@@ -245,13 +264,14 @@ func (b *bench) fleet(n int, rateList string) error {
 	fmt.Printf("\n## A fleet into one PostgreSQL\n\n")
 	fmt.Printf("`go run ./cmd/tailbench -fleet %d -fleet-rates %s -duration %s -events %d -maxsize %d -reconstruct-every %s %s`:\n",
 		n, rateList, b.dur, b.events, b.maxSize, b.recon, b.bundle)
-	fmt.Printf("%d clusters, each with its own lumberjack writer and its own in-process tailer (`cpid-tui tail --cluster`,\n", n)
+	fmt.Printf("%d clusters, each with its own lumberjack writer process (%s) and its own in-process tailer (`cpid-tui tail --cluster`,\n", n, b.rotated())
 	fmt.Printf("reconstructing every %s), all storing into one PostgreSQL %s database at once (a throwaway server\n", b.recon, srv.Version())
 	fmt.Printf("on this machine, on a unix socket, with %s); beside it, one cluster into SQLite at the same\n", strings.Join(pgSettings, ", "))
-	fmt.Printf("total rate. The writers, the tailers and the server share the %d cores. Lag as above.\n\n", runtime.NumCPU())
-	fmt.Printf("| target | clusters | write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | CPU/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("total rate. The writers, the tailers and the server share the %d cores. Lag and CPU as above (the PostgreSQL\n", runtime.NumCPU())
+	fmt.Printf("server's CPU is in neither column).\n\n")
+	fmt.Printf("| target | clusters | write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | tailer CPU/event | writer CPU/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(t target, clusters, rate, events int) error {
-		res, err := b.measure(t, clusters, rate, events)
+		res, err := b.measure(t, clusters, rate, events, false)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
@@ -357,7 +377,9 @@ type result struct {
 	events  int
 	elapsed time.Duration
 	lags    []time.Duration
-	cpu     time.Duration // of the whole process (writers, tailers, reconstruct runs, gzip)
+	noLag   bool          // a backlog: the events were written before the start
+	cpu     time.Duration // of this process: the tailers, their stores and reconstruct runs
+	wcpu    time.Duration // of the writer processes: rendering, writing, rotating, gzip
 }
 
 // cpuTime is the CPU time the process used so far, user and system.
@@ -383,8 +405,12 @@ func (r result) cells() {
 		}
 		return r.lags[min(len(r.lags)-1, int(p*float64(len(r.lags))))].Round(100 * time.Microsecond).String()
 	}
-	fmt.Printf(" %d | %.1fs | %.0f | %s | %s | %s | %.0f µs |\n", r.events, r.elapsed.Seconds(),
-		float64(r.events)/r.elapsed.Seconds(), q(0.50), q(0.99), q(1), float64(r.cpu.Microseconds())/float64(r.events))
+	if r.noLag {
+		q = func(float64) string { return "-" }
+	}
+	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(r.events) }
+	fmt.Printf(" %d | %.1fs | %.0f | %s | %s | %s | %.0f µs | %.0f µs |\n", r.events, r.elapsed.Seconds(),
+		float64(r.events)/r.elapsed.Seconds(), q(0.50), q(0.99), q(1), perEvent(r.cpu), perEvent(r.wcpu))
 }
 
 // lagSink stores batches and records each event's lag at commit; one sink
@@ -406,7 +432,9 @@ type writer struct {
 
 func (w writer) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) {
 	began := time.Now()
-	res, err := w.st.Write(ctx, b)
+	var res cpid.Written
+	var err error
+	pprof.Do(ctx, pprof.Labels("part", "store"), func(ctx context.Context) { res, err = w.st.Write(ctx, b) })
 	if err != nil {
 		return res, err
 	}
@@ -432,8 +460,9 @@ func (w writer) Write(ctx context.Context, b *cpid.Batch) (cpid.Written, error) 
 
 // measure writes n events per cluster at rate per second each (0: as fast
 // as possible) into a new database of t and returns when the tailers have
-// committed them all.
-func (b *bench) measure(t target, clusters, rate, n int) (result, error) {
+// committed them all. With backlog, the events are all written before the
+// clock starts and the tailers are started.
+func (b *bench) measure(t target, clusters, rate, n int, backlog bool) (result, error) {
 	dir, err := os.MkdirTemp("", "cpid-tailbench")
 	if err != nil {
 		return result{}, err
@@ -448,37 +477,73 @@ func (b *bench) measure(t target, clusters, rate, n int) (result, error) {
 	defer db.close()
 	sink := &lagSink{done: make(chan struct{}), want: n * clusters}
 	done := sink.done
-	tailErr := make(chan error, clusters)
+	logs := make([]string, clusters)
 	for c := range clusters {
 		cdir := filepath.Join(dir, fmt.Sprintf("c%d", c))
 		if err := os.Mkdir(cdir, 0o755); err != nil {
 			return result{}, err
 		}
+		logs[c] = filepath.Join(cdir, "audit.log")
+	}
+	// The writers start (and read their templates) before the clock.
+	ws := make([]*writerProc, clusters)
+	defer func() {
+		for _, w := range ws {
+			if w != nil {
+				w.kill()
+			}
+		}
+	}()
+	for c := range clusters {
+		if ws[c], err = b.startWriter(writeJob{Path: logs[c], First: c * n, Rate: rate, N: n, MaxSize: b.maxSize, Compress: b.compress}); err != nil {
+			return result{}, err
+		}
+	}
+	var wcpu time.Duration
+	if backlog {
+		for c, w := range ws {
+			if err := w.begin(time.Now()); err != nil {
+				return result{}, err
+			}
+			d, err := w.wait()
+			if err != nil {
+				return result{}, err
+			}
+			wcpu += d
+			ws[c] = nil
+		}
+	}
+	tailErr := make(chan error, clusters)
+	for c := range clusters {
 		st := db.view(fmt.Sprintf("c%d", c))
-		tl := &ingest.Tailer{Sink: writer{st: st, sink: sink, trace: b.trace}, Paths: []string{filepath.Join(cdir, "audit.log")},
+		tl := &ingest.Tailer{Sink: writer{st: st, sink: sink, trace: b.trace}, Paths: []string{logs[c]},
 			CommitEvery: b.commitEvery, BatchSize: b.batch}
 		if b.recon > 0 {
 			tl.ReconstructEvery = b.recon
-			tl.Reconstruct = func(ctx context.Context) error {
+			tl.Reconstruct = func(ctx context.Context) (err error) {
 				from := time.Now()
-				_, err := reconstruct.Run(ctx, st, reconstruct.Options{StepRows: reconstruct.LiveStepRows, Family: ingest.Family})
+				pprof.Do(ctx, pprof.Labels("part", "reconstruct"), func(ctx context.Context) {
+					_, err = reconstruct.Run(ctx, st, reconstruct.Options{StepRows: reconstruct.LiveStepRows, Family: ingest.Family})
+				})
 				b.trace.reconstructed(from, err)
 				return err
 			}
 		}
-		go func() { tailErr <- tl.Run(ctx) }()
+		// Labels for -cpuprofile: the tailer's goroutines are "tailer",
+		// its commits "store", its reconstruct runs "reconstruct".
+		go pprof.Do(ctx, pprof.Labels("part", "tailer"), func(ctx context.Context) { tailErr <- tl.Run(ctx) })
 	}
 	start, cpu0 := time.Now(), cpuTime()
-	b.trace.begin(fmt.Sprintf("%s, %d cluster(s), %d events each at %d/s", t.name, clusters, n, rate), start)
-	writeErr := make(chan error, clusters)
-	for c := range clusters {
-		go func() {
-			writeErr <- b.write(filepath.Join(dir, fmt.Sprintf("c%d", c), "audit.log"), c*n, rate, n, start)
-		}()
+	label := fmt.Sprintf("%s, %d cluster(s), %d events each at %d/s", t.name, clusters, n, rate)
+	if backlog {
+		label = fmt.Sprintf("%s, %d cluster(s), a backlog of %d events each", t.name, clusters, n)
 	}
-	for range clusters {
-		if err := <-writeErr; err != nil {
-			return result{}, err
+	b.trace.begin(label, start)
+	for _, w := range ws {
+		if w != nil {
+			if err := w.begin(start); err != nil {
+				return result{}, err
+			}
 		}
 	}
 	select {
@@ -497,42 +562,34 @@ func (b *bench) measure(t target, clusters, rate, n int) (result, error) {
 			return result{}, err
 		}
 	}
-	return result{events: n * clusters, elapsed: elapsed, lags: sink.lags, cpu: cpu}, nil
+	for c, w := range ws {
+		if w == nil {
+			continue
+		}
+		d, err := w.wait()
+		if err != nil {
+			return result{}, err
+		}
+		wcpu += d
+		ws[c] = nil
+	}
+	return result{events: n * clusters, elapsed: elapsed, lags: sink.lags, noLag: backlog, cpu: cpu, wcpu: wcpu}, nil
 }
 
-// write writes n events with auditIDs from first on to the log at path,
-// rotated by lumberjack, at rate per second from start (0: at once).
-func (b *bench) write(path string, first, rate, n int, start time.Time) error {
-	lj := &lumberjack.Logger{Filename: path, MaxSize: b.maxSize, Compress: true}
-	defer lj.Close()
-	var line []byte
-	write := func(i int) error {
-		line = b.ts[i%len(b.ts)].render(line[:0], first+i, time.Now())
-		_, err := lj.Write(line)
-		return err
+// rotated says what happens to the rotated backups.
+func (b *bench) rotated() string {
+	if b.compress {
+		return "gzip'ing its backups (-compress, kube-apiserver --audit-log-compress)"
 	}
-	if rate == 0 {
-		for i := range n {
-			if err := write(i); err != nil {
-				return err
-			}
-		}
-		return nil
+	return "leaving its backups plain (-compress=false: kube-apiserver's default)"
+}
+
+// gzipping names the gzip of the backups in the writer's CPU, if any.
+func (b *bench) gzipping() string {
+	if b.compress {
+		return " and gzip'ing the backups"
 	}
-	// Every millisecond, the events due by then.
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	i := 0
-	for i < n {
-		now := <-tick.C
-		due := min(n, int(float64(now.Sub(start))/float64(time.Second)*float64(rate)))
-		for ; i < due; i++ {
-			if err := write(i); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return ""
 }
 
 var (
