@@ -104,7 +104,7 @@ const readBudget = 1000
 
 // written is what the writing goroutine reports about one batch.
 type written struct {
-	b   *cpid.Batch
+	b   *batch
 	w   cpid.Written
 	err error
 	at  time.Time
@@ -130,7 +130,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	wctx := context.WithoutCancel(ctx) // the last batch is stored after ctx ends
 	go func() {
 		for b := range r.toWrite {
-			n, err := t.write(ctx, wctx, b)
+			n, err := t.write(ctx, wctx, &b.Batch)
 			r.done <- written{b: b, w: n, err: err, at: time.Now()}
 		}
 	}()
@@ -267,9 +267,9 @@ type run struct {
 	watched map[string]bool
 	waited  map[string]bool // patterns said to match nothing yet
 
-	toWrite  chan *cpid.Batch
+	toWrite  chan *batch
 	done     chan written
-	spare    *cpid.Batch
+	spare    *batch
 	inflight bool
 	storeErr error
 
@@ -287,7 +287,7 @@ type run struct {
 func (t *Tailer) newRun() *run {
 	r := &run{t: t, m: t.Metrics, size: t.BatchSize, poll: t.Poll, notice: t.Notice, lim: t.Limits.withDefaults(),
 		resume: map[string]cpid.Checkpoint{}, follows: map[string]*follow{}, watched: map[string]bool{}, waited: map[string]bool{},
-		toWrite: make(chan *cpid.Batch), done: make(chan written), spare: &cpid.Batch{}, reconDone: make(chan error, 1),
+		toWrite: make(chan *batch), done: make(chan written), spare: &batch{}, reconDone: make(chan error, 1),
 		every: t.CommitEvery, group: time.NewTimer(time.Hour)}
 	r.group.Stop()
 	if r.every == 0 {
@@ -427,9 +427,9 @@ func (r *run) finished(res written) {
 		r.m.Failed.Add(1)
 		r.storeErr = fmt.Errorf("store: %w", res.err)
 	} else {
-		r.m.Committed(res.b, res.w, res.at)
+		r.m.Committed(&res.b.Batch, res.w, res.at)
 	}
-	res.b.Reset()
+	res.b.reset()
 	r.spare = res.b
 }
 
@@ -464,6 +464,7 @@ func (r *run) flush() {
 		clear(f.audits)
 		clear(f.logs)
 		f.audits, f.logs = f.audits[:0], f.logs[:0]
+		b.bufs = f.arena.lend(b.bufs)
 	}
 	if len(b.Checkpoints) == 0 {
 		return

@@ -53,8 +53,11 @@ type follow struct {
 	waiting bool   // said that the log has no file yet
 	lastErr string // the last error reported, not repeated
 
+	// audits and logs are the records read since the last checkpoint;
+	// their bytes are in arena's buffers until the batch is written.
 	audits           []cpid.Audit
 	logs             []cpid.Log
+	arena            arena
 	lines, bad, loss int64
 	newest           int64
 	dirty            bool
@@ -392,7 +395,11 @@ func (f *follow) takeJoined() {
 			f.badLine(pos, p.bad)
 			continue
 		}
-		audits, logs, _, err := decodeAt(p.b, lineInfo{ref: p.ref, component: f.component}, f.red, false)
+		// The record is copied once into the arena and decoded from
+		// there: its records keep slices of it (bodies, fields) until
+		// their batch is written, as ingest's chunks lend theirs, instead
+		// of a copy allocated for each.
+		audits, logs, _, err := decodeAt(f.arena.keep(p.b), lineInfo{ref: p.ref, component: f.component}, f.red, true)
 		if err != nil {
 			f.badLine(pos, err.Error())
 			continue
@@ -462,8 +469,61 @@ func (f *follow) refreshPos() {
 func (f *follow) pendingRecords() int { return len(f.audits) + len(f.logs) }
 
 func (f *follow) close() {
+	f.arena.drop()
 	if f.cur != nil {
 		f.cur.close()
 		f.cur = nil
+	}
+}
+
+// arena holds the bytes of a followed log's records until the batch that
+// takes them is written: records are copied into buffers of chunkCap bytes
+// (from bufPool, as ingest's chunks), and each buffer goes back once the
+// arena and every batch that took records of it are done with it
+// (chunkBuf's count). It is owned by the reading goroutine.
+type arena struct {
+	cur  *chunkBuf   // being filled; the arena holds a count of it
+	lent []*chunkBuf // buffers with records not yet in a batch, one count each
+}
+
+// keep copies b into the arena and returns the copy.
+func (a *arena) keep(b []byte) []byte {
+	if a.cur == nil || cap(a.cur.b)-len(a.cur.b) < len(b) {
+		a.drop()
+		var buf []byte
+		if len(b) <= chunkCap {
+			if p := bufPool.Get().(*[]byte); cap(*p) == chunkCap {
+				buf = (*p)[:0]
+			}
+		}
+		if buf == nil {
+			buf = make([]byte, 0, max(chunkCap, len(b)))
+		}
+		a.cur = &chunkBuf{b: buf}
+		a.cur.refs.Store(1)
+	}
+	if n := len(a.lent); n == 0 || a.lent[n-1] != a.cur {
+		a.cur.refs.Add(1)
+		a.lent = append(a.lent, a.cur)
+	}
+	s := len(a.cur.b)
+	a.cur.b = append(a.cur.b, b...)
+	return a.cur.b[s:len(a.cur.b):len(a.cur.b)]
+}
+
+// lend hands the counts of the buffers whose records go into a batch to
+// that batch's bufs.
+func (a *arena) lend(bufs []*chunkBuf) []*chunkBuf {
+	bufs = append(bufs, a.lent...)
+	clear(a.lent)
+	a.lent = a.lent[:0]
+	return bufs
+}
+
+// drop lets go of the buffer being filled.
+func (a *arena) drop() {
+	if a.cur != nil {
+		a.cur.release()
+		a.cur = nil
 	}
 }
