@@ -412,6 +412,11 @@ type CPIDPrefixes struct {
 // may share more, and IDLength then counts from the CPIDs themselves.
 const CPIDSharedCap = 40
 
+// CPIDShared is what an engine's cpid_ids holds for a CPID followed by
+// next in order: the characters they start with in common, at most
+// CPIDSharedCap (0 for the last CPID, which has no next).
+func CPIDShared(a, next string) int { return min(sharedRunes(a, next), CPIDSharedCap) }
+
 // PrefixesOf is what an engine's cpid_ids tells of the CPIDs: the largest
 // count it holds (nil for none) and how many CPIDs it holds, up to 2. ok
 // is false when that cannot tell the length (Known stays false); the

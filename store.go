@@ -228,12 +228,14 @@ type DeriveTx interface {
 	Step(ctx context.Context) error
 	// Revisions reads back the stored writes of an object, for renumbering.
 	Revisions(ctx context.Context, k ObjectKey) ([]Placed, error)
-	// Objects reads back every stored write of the run's cluster, object
-	// by object: fn gets each object's writes once, in one read of the
-	// table (a bulk run renumbers from it, instead of holding every
-	// write's place in memory or reading object after object from a table
-	// without its indexes).
-	Objects(ctx context.Context, fn func(ObjectKey, []Placed) error) error
+	// Objects reads back the stored writes of the objects of the run's
+	// cluster that want takes (read), object by object: fn gets each one's
+	// writes once, with their resource versions if want says so (versions;
+	// else ResourceVersion is empty). A bulk run renumbers from it, with
+	// the object keys of its cluster read once and those it wants read each
+	// by its index, instead of holding every write's place in memory or
+	// sorting every write.
+	Objects(ctx context.Context, want func(ObjectKey) (read, versions bool), fn func(ObjectKey, []Placed) error) error
 	// ChangeWrites reads back the stored writes of a change, for its summary.
 	ChangeWrites(ctx context.Context, change string) ([]Write, error)
 	// Renumber sets the places of writes.

@@ -7,7 +7,7 @@ import (
 )
 
 // Objects reads back the stored writes object by object (cpid.DeriveTx).
-func (d *deriveTx) Objects(ctx context.Context, fn func(cpid.ObjectKey, []cpid.Placed) error) error {
+func (d *deriveTx) Objects(ctx context.Context, want func(cpid.ObjectKey) (read, versions bool), fn func(cpid.ObjectKey, []cpid.Placed) error) error {
 	if err := d.begin(ctx); err != nil {
 		return err
 	}
@@ -19,5 +19,10 @@ func (d *deriveTx) Objects(ctx context.Context, fn func(cpid.ObjectKey, []cpid.P
 		return err
 	}
 	defer rows.Close()
-	return cpid.GroupObjects(rows, fn)
+	return cpid.GroupObjects(rows, func(k cpid.ObjectKey, rs []cpid.Placed) error {
+		if read, _ := want(k); !read {
+			return nil
+		}
+		return fn(k, rs)
+	})
 }

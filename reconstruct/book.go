@@ -15,8 +15,8 @@ import (
 // run's batching: with stepRows > 0 it commits a step every stepRows rows.
 //
 // A full rebuild in one transaction (bulk) keeps a book of the changes'
-// summaries as it stores, and renumbers from one read of what it stored,
-// object by object (DeriveTx.Objects); any other run reads the writes of
+// summaries as it stores, and renumbers from what it stored of the objects
+// it has to, object by object (DeriveTx.Objects); any other run reads the writes of
 // the objects and changes it touched back from the store. Both go through
 // the same code (place, changeSum), so they agree.
 type saver struct {
@@ -129,13 +129,17 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 		// places that change (16 bytes each), not for every write of the
 		// run.
 		if len(b.reorder)+len(b.relabel) > 0 {
-			err := sv.tx.Objects(ctx, func(k cpid.ObjectKey, rs []cpid.Placed) error {
+			// Renumbering orders by resource version; relabelling
+			// keeps the numbers.
+			want := func(k cpid.ObjectKey) (read, versions bool) {
 				h := keyHash128(k)
-				if _, ok := b.reorder[h]; ok {
-					placed.add(place(rs, true))
-				} else if _, ok := b.relabel[h]; ok {
-					placed.add(place(rs, false))
-				}
+				_, re := b.reorder[h]
+				_, rl := b.relabel[h]
+				return re || rl, re
+			}
+			err := sv.tx.Objects(ctx, want, func(k cpid.ObjectKey, rs []cpid.Placed) error {
+				_, re := b.reorder[keyHash128(k)]
+				placed.add(place(rs, re))
 				return nil
 			})
 			if err != nil {

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 
 	"github.com/cpid-dev/cpid"
 )
@@ -36,4 +38,54 @@ const (
 // (cpid.ChangeRows).
 func (r reads) IDsNear(ctx context.Context, ids []string) ([]string, error) {
 	return column(ctx, r.db, idsNearSQL, jsonList(ids))
+}
+
+// fillCPIDIDs fills cpid_ids again from the merge graph of every cluster,
+// as its triggers would have row by row: for a bulk load, which drops them
+// (dropTriggers). One sorted read of the CPIDs and their counts; what each
+// shares with the next is counted in Go (cpid.CPIDShared).
+func fillCPIDIDs(ctx context.Context, tx *sql.Tx, batch *batchExec) error {
+	rows, err := tx.QueryContext(ctx, `SELECT cpid, count(*) FROM
+		(SELECT cpid FROM mergelogs UNION ALL SELECT source_cpid FROM mergelog_sources) GROUP BY cpid ORDER BY cpid`)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	var refs []int64
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		ids, refs = append(ids, id), append(refs, n)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM cpid_ids`); err != nil {
+		return err
+	}
+	const piece = 4096
+	r := newRows(3)
+	defer r.put()
+	out := make([]int64, piece)
+	for lo := 0; lo < len(ids); lo += piece {
+		r.reset(3)
+		hi := min(lo+piece, len(ids))
+		for i := lo; i < hi; i++ {
+			shared := 0
+			if i+1 < len(ids) {
+				shared = cpid.CPIDShared(ids[i], ids[i+1])
+			}
+			r.text(ids[i])
+			r.int(refs[i])
+			r.int(int64(shared))
+		}
+		if err := execRows(ctx, tx, batch, `INSERT INTO cpid_ids(cpid, refs, shared) VALUES (?, ?, ?)`, r, out[:hi-lo]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/ingest"
+	"github.com/cpid-dev/cpid/reconstruct"
 )
 
 // checkCPIDIDs compares cpid_ids with the CPIDs of the merge graph
@@ -143,6 +145,27 @@ func TestCPIDIDs(t *testing.T) {
 	exec(`DELETE FROM cpid_ids`)
 	exec(fill)
 	checkCPIDIDs(t, s, "migrated")
+
+	// A second cluster's bundle, rebuilt in full (a bulk load, which
+	// drops the triggers and counts every CPID at its end) while the first
+	// cluster's merge graph stays, then the first rebuilt again.
+	other := s.InCluster("other")
+	if sum, err := (&ingest.Ingester{Sink: other}).Run(ctx, []string{"../fixtures/instrumented/bundle"}); err != nil || sum.Written.Audits == 0 {
+		t.Fatalf("ingest into a second cluster: %+v, %v", sum.Written, err)
+	}
+	for _, st := range []*Store{other, s} {
+		if _, err := reconstruct.Run(ctx, st, reconstruct.Options{Family: ingest.Family, Full: true}); err != nil {
+			t.Fatal(err)
+		}
+		checkCPIDIDs(t, s, "rebuilt "+st.own())
+		checkIDLength(t, s, "rebuilt "+st.own())
+	}
+	var clusters int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(DISTINCT cluster) FROM mergelogs`).Scan(&clusters); err != nil || clusters != 2 {
+		t.Fatalf("mergelogs of %d clusters (%v): want 2", clusters, err)
+	}
+	exec(`INSERT INTO mergelogs(cpid, ts_ns, service, origin) VALUES (?1, 1, 't', 'test')`, long+"3")
+	checkCPIDIDs(t, s, "added after the rebuilds (the triggers are back)")
 
 	// A full rebuild again: cleared and written back.
 	exec(`DELETE FROM mergelog_sources`)
