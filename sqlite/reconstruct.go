@@ -412,20 +412,46 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	if len(q.AcquiredMsgs) > 0 {
 		acquired = placeholders(len(q.AcquiredMsgs))
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0), ''
+	query := `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0), ''
 		FROM audit_events e WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ?
 		  AND e.verb IN ('list', 'watch') AND e.stage IN ('ResponseStarted', 'ResponseComplete')
-		  AND instr(e.user_agent, ?) = 1 AND (`+strings.Join(marks, " OR ")+`)
+		  AND instr(e.user_agent, ?) = 1 AND (` + strings.Join(marks, " OR ") + `)
 		UNION ALL
 		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name, COALESCE(b.response_object ->> '$.spec.holderIdentity', ''), COALESCE(e.code, 0), ''
 		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ? AND `+writeTerms("e")+`
-		  AND e.resource = 'leases' AND e.namespace = ? AND e.name IN (`+leases+`)
+		WHERE e.received_ns > ? AND e.received_ns <= ? AND e.id <= ? AND e.cluster = ? AND ` + writeTerms("e") + `
+		  AND e.resource = 'leases' AND e.namespace = ? AND e.name IN (` + leases + `)
 		UNION ALL
 		SELECT 'acquired', l.ts_ns, '', '', COALESCE(l.fields ->> '$.lock', ''), l.msg, 0, f.path
 		FROM log_records l JOIN files f ON f.id = l.file_id
-		WHERE l.ts_ns > ? AND l.ts_ns <= ? AND l.id <= ? AND l.cluster = ? AND l.msg IN (`+acquired+`)
-		ORDER BY 2`, args...)
+		WHERE l.ts_ns > ? AND l.ts_ns <= ? AND l.id <= ? AND l.cluster = ? AND l.msg IN (` + acquired + `)
+		ORDER BY 2`
+	if s.native {
+		// By the batch in C: a busy bundle's initial lists are hundreds
+		// of thousands of rows (1M synthetic events: 180,000, read in
+		// 1.0-1.4 s of the engine's time row by row).
+		in := interner{}
+		err := scanC(ctx, s.r, query, args, func(b *rows) error {
+			for r := range b.len() {
+				v := b.vals[r*b.ncol : (r+1)*b.ncol : (r+1)*b.ncol]
+				if len(v) != 8 {
+					return errColumns
+				}
+				ev := cpid.Evidence{Kind: in.of(b.bytesAt(v[0])), AtNS: v[1].i, UserAgent: in.of(b.bytesAt(v[2])),
+					Resource: in.of(b.bytesAt(v[3])), Lease: in.of(b.bytesAt(v[4])), Holder: in.of(b.bytesAt(v[5])),
+					Code: int(v[6].i), File: in.of(b.bytesAt(v[7]))}
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("scan evidence: %w", err)
+		}
+		return nil
+	}
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("scan evidence: %w", err)
 	}

@@ -123,7 +123,7 @@ func (s *Store) scanWritesC(ctx context.Context, query string, args []any, fn fu
 }
 
 // errColumns: the query of ScanWrites and its columns here disagree.
-var errColumns = errors.New("sqlite: ScanWrites read fewer columns than it names")
+var errColumns = errors.New("sqlite: a read in C got other columns than its query names")
 
 // attachBodies gives e its request and, when wanted, its response, from
 // block id at off with the lengths lens (bodyblocks.Part).
