@@ -58,6 +58,7 @@ type follow struct {
 	audits           []cpid.Audit
 	logs             []cpid.Log
 	arena            arena
+	pendingBytes     int // of the lines the records were decoded from
 	lines, bad, loss int64
 	newest           int64
 	dirty            bool
@@ -399,6 +400,7 @@ func (f *follow) takeJoined() {
 		// there: its records keep slices of it (bodies, fields) until
 		// their batch is written, as ingest's chunks lend theirs, instead
 		// of a copy allocated for each.
+		f.pendingBytes += len(p.b)
 		audits, logs, _, err := decodeAt(f.arena.keep(p.b), lineInfo{ref: p.ref, component: f.component}, f.red, true)
 		if err != nil {
 			f.badLine(pos, err.Error())
@@ -453,6 +455,7 @@ func (f *follow) checkpoint() cpid.Checkpoint {
 	c.Lines, c.Bad, c.PossibleLoss, c.NewestNS = f.lines, f.bad, f.loss, f.newest
 	f.lines, f.bad, f.loss, f.newest = 0, 0, 0, 0
 	f.dirty = false
+	f.pendingBytes = 0
 	return c
 }
 
