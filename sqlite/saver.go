@@ -446,8 +446,25 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 	if err := sv.saveMergelogs(ctx, out.Mergelogs); err != nil {
 		return err
 	}
-	for _, c := range out.Changes {
-		if _, err := sv.exec(stChange, c.ID, c.StartNS, string(c.Trigger), c.Detail, c.Traceparent, c.EventID); err != nil {
+	if len(out.Changes) > 0 {
+		// By the batch in C on a native store, as the revisions.
+		r := newRows(6)
+		for _, c := range out.Changes {
+			r.text(c.ID)
+			r.int(c.StartNS)
+			r.text(string(c.Trigger))
+			r.text(c.Detail)
+			r.text(c.Traceparent)
+			r.int(c.EventID)
+		}
+		sv.ids = slices.Grow(sv.ids[:0], r.len())[:r.len()]
+		err := execRows(ctx, sv.tx, sv.st.batch, saverSQL[stChange], r, sv.ids)
+		r.put()
+		if err != nil {
+			var re *rowError
+			if errors.As(err, &re) {
+				return fmt.Errorf("save change %s: %w", out.Changes[re.row].ID, err)
+			}
 			return err
 		}
 	}
