@@ -73,12 +73,9 @@ const insertRevision = ` INTO revisions(event_id, api_group, resource, namespace
 		explain, explain_detail, confidence)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// The saver's statements, by index.
+// The saver's statements prepared in each transaction, by index.
 const (
 	stRevision = iota
-	stMergelog
-	stSource
-	stChange
 	stAnomaly
 	stSpan
 	stRevisions // a full rebuild's revBatch revisions
@@ -86,17 +83,21 @@ const (
 
 var saverSQL = [...]string{
 	`INSERT OR REPLACE` + insertRevision,
-	`INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES (?, ?, ?, ?, ?, ?)`,
-	`INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`,
-	`INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
-		subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
-		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource,
-			CASE WHEN resource = 'namespaces' AND api_group = '' THEN '' ELSE namespace END, name, 0, 0, cluster, ?, ?, ?
-		FROM audit_events WHERE id = ?`, // a Namespace is cluster-scoped (reconstruct.Event.Key)
 	`INSERT OR IGNORE INTO anomalies(kind, event_id, api_group, resource, namespace, name, detail, cluster) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	`INSERT OR IGNORE INTO controller_spans(span_id, parent_id, cpid, service, name, start_ns, end_ns, attrs, log_id, cluster)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 }
+
+// The statements the saver runs by the batch (execRows).
+const (
+	insertMergelogSQL = `INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES (?, ?, ?, ?, ?, ?)`
+	insertSourceSQL   = `INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`
+	insertChangeSQL   = `INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
+		subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
+		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource,
+			CASE WHEN resource = 'namespaces' AND api_group = '' THEN '' ELSE namespace END, name, 0, 0, cluster, ?, ?, ?
+		FROM audit_events WHERE id = ?` // a Namespace is cluster-scoped (reconstruct.Event.Key)
+)
 
 // Derive opens the store of a reconstruct run (cpid.DerivedStore). A bulk
 // run loads without indexes; otherwise the indexes stay (a step must leave
@@ -304,7 +305,7 @@ func (sv *deriveTx) saveMergelogs(ctx context.Context, ms []cpid.Emitted) error 
 		r.text(sv.cluster)
 	}
 	ids := make([]int64, len(ms))
-	if err := execRows(ctx, sv.tx, sv.st.batch, saverSQL[stMergelog], r, ids); err != nil {
+	if err := execRows(ctx, sv.tx, sv.st.batch, insertMergelogSQL, r, ids); err != nil {
 		var re *rowError
 		if errors.As(err, &re) {
 			return fmt.Errorf("save mergelog of CPID %s: %w", ms[re.row].CPID, err)
@@ -327,7 +328,7 @@ func (sv *deriveTx) saveMergelogs(ctx context.Context, ms []cpid.Emitted) error 
 		return nil
 	}
 	sv.ids = slices.Grow(sv.ids[:0], src.len())[:src.len()]
-	if err := execRows(ctx, sv.tx, sv.st.batch, saverSQL[stSource], src, sv.ids); err != nil {
+	if err := execRows(ctx, sv.tx, sv.st.batch, insertSourceSQL, src, sv.ids); err != nil {
 		return fmt.Errorf("save the sources of mergelogs: %w", err)
 	}
 	return nil
@@ -458,7 +459,7 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 			r.int(c.EventID)
 		}
 		sv.ids = slices.Grow(sv.ids[:0], r.len())[:r.len()]
-		err := execRows(ctx, sv.tx, sv.st.batch, saverSQL[stChange], r, sv.ids)
+		err := execRows(ctx, sv.tx, sv.st.batch, insertChangeSQL, r, sv.ids)
 		r.put()
 		if err != nil {
 			var re *rowError
