@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -189,6 +191,16 @@ func execRows(ctx context.Context, tx *sql.Tx, batch *batchExec, query string, r
 		}
 	}
 	return nil
+}
+
+// atRow says which row of a batch err is of, by what(row), when it is a
+// row's (rowError).
+func atRow(err error, what func(row int) string) error {
+	var re *rowError
+	if errors.As(err, &re) {
+		return fmt.Errorf("%s: %w", what(re.row), err)
+	}
+	return err
 }
 
 // rowError is the failure of one row of a batch.

@@ -258,11 +258,7 @@ func (sv *deriveTx) saveRevisions(ws []cpid.Write) error {
 		}
 		sv.ids = slices.Grow(sv.ids[:0], len(ws))[:len(ws)]
 		if err := b.exec(verb+insertRevision, r, sv.ids); err != nil {
-			var re *rowError
-			if errors.As(err, &re) {
-				return fmt.Errorf("save revision of event %d: %w", ws[re.row].EventID, err)
-			}
-			return err
+			return atRow(err, func(i int) string { return fmt.Sprintf("save revision of event %d", ws[i].EventID) })
 		}
 		return nil
 	}
@@ -306,11 +302,7 @@ func (sv *deriveTx) saveMergelogs(ctx context.Context, ms []cpid.Emitted) error 
 	}
 	ids := make([]int64, len(ms))
 	if err := execRows(ctx, sv.tx, sv.st.batch, insertMergelogSQL, r, ids); err != nil {
-		var re *rowError
-		if errors.As(err, &re) {
-			return fmt.Errorf("save mergelog of CPID %s: %w", ms[re.row].CPID, err)
-		}
-		return err
+		return atRow(err, func(i int) string { return "save mergelog of CPID " + ms[i].CPID })
 	}
 	src := newRows(3)
 	defer src.put()
@@ -462,11 +454,7 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 		err := execRows(ctx, sv.tx, sv.st.batch, insertChangeSQL, r, sv.ids)
 		r.put()
 		if err != nil {
-			var re *rowError
-			if errors.As(err, &re) {
-				return fmt.Errorf("save change %s: %w", out.Changes[re.row].ID, err)
-			}
-			return err
+			return atRow(err, func(i int) string { return "save change " + out.Changes[i].ID })
 		}
 	}
 	for _, a := range out.Anomalies {
