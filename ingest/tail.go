@@ -39,12 +39,15 @@ type Tailer struct {
 	Redaction *Redaction
 	// BatchSize is the most records per transaction. Default 20000.
 	// A batch also goes once its records hold BatchBytes of log lines
-	// (default 32 MiB), so that memory does not grow with the size of
-	// events. Only a tailer that is behind fills a batch; one that keeps
-	// up commits what it read, in groups (CommitEvery). Larger
-	// transactions cost less an event (sqlite's BenchmarkWriteTxSize, SQLite
-	// in C, 200,000 events: 33-36 µs of CPU an event in transactions of
-	// 5,000, 28 of 20,000), so a tailer that is behind catches up faster.
+	// (default 16 MiB, about 8,000 of kube-apiserver's audit lines of 2
+	// KiB), so that memory does not grow with the size of events. Only a
+	// tailer that is behind fills a batch; one that keeps up commits what
+	// it read, in groups (CommitEvery). Larger transactions cost less an
+	// event (sqlite's BenchmarkWriteTxSize, SQLite in C, 200,000 events:
+	// 37-40 µs of CPU an event in transactions of 5,000, 31-36 of 8,000,
+	// 24-30 of 17,000), so a tailer that is behind catches up faster; the
+	// price is memory (tailbench's peak RSS: 329 MiB with batches of 5,000
+	// records, 395 MiB with 16 MiB, 570 MiB with 32 MiB: docs/TAIL.md).
 	BatchSize  int
 	BatchBytes int
 	// CommitEvery is the least time between the starts of two
@@ -309,7 +312,7 @@ func (t *Tailer) newRun() *run {
 		r.size = 20000
 	}
 	if r.bytes = t.BatchBytes; r.bytes <= 0 {
-		r.bytes = 32 << 20
+		r.bytes = 16 << 20
 	}
 	if r.poll <= 0 {
 		r.poll = time.Second

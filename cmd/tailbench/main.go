@@ -59,6 +59,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	pure := flag.Bool("pure", false, "open the SQLite databases with the pure-Go SQLite, as a cpid-tui built without cgo does, instead of SQLite in C (cpid.Native), as `cpid-tui tail` does where the build has cgo")
 	batch := flag.Int("batch", 0, "the tailer's BatchSize, most records per transaction (0: its default), as `cpid-tui tail --batch`")
+	batchBytes := flag.Int("batch-bytes", 0, "the tailer's BatchBytes, most bytes of lines per transaction (0: its default)")
 	commitEvery := flag.Duration("commit-every", 0, "the tailer's CommitEvery (0: its default; negative: none), as `cpid-tui tail --commit-every`")
 	trace := flag.String("trace", "", "write one line per commit and per reconstruct run to this file (time, what, records, duration, lag)")
 	compress := flag.Bool("compress", true, "gzip the rotated backups (lumberjack Compress, kube-apiserver --audit-log-compress; kube-apiserver's default is off)")
@@ -76,7 +77,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon, commitEvery: *commitEvery, batch: *batch,
+	b := bench{bundle: flag.Arg(0), dur: *dur, events: *events, maxSize: *maxSize, recon: *recon, commitEvery: *commitEvery, batch: *batch, batchBytes: *batchBytes,
 		compress: *compress, backlog: *backlog}
 	if !*pure {
 		sqliteOpts = append(sqliteOpts, cpid.Native())
@@ -178,6 +179,7 @@ type bench struct {
 
 	commitEvery time.Duration
 	batch       int
+	batchBytes  int
 	compress    bool // -compress: lumberjack gzips the rotated backups
 	backlog     bool // -backlog: measure the tailer catching up with a log written before the start
 }
@@ -209,10 +211,13 @@ func (b *bench) single(rateList string) error {
 	if len(sqliteOpts) == 0 {
 		engine = "the pure-Go SQLite (-pure)"
 	}
-	fmt.Printf("The database is opened with %s; the tailer's batch is %s records, its group commit %s.\n",
-		engine, orDefault(b.batch, "the default"), orDefault(b.commitEvery, "the default"))
+	fmt.Printf("The database is opened with %s; the tailer's batch is %s records or %s bytes of lines, its group commit %s.\n",
+		engine, orDefault(b.batch, "the default"), orDefault(b.batchBytes, "the default"), orDefault(b.commitEvery, "the default"))
 	fmt.Printf("GOMAXPROCS=%d.\n\n", runtime.GOMAXPROCS(0))
 	fmt.Printf("Load average at the start: %s.\n\n", loadavg())
+	defer func() {
+		fmt.Printf("\nPeak RSS of the tailbench process (tailer, store, reconstruct runs; not the writers): %s.\n", peakRSS())
+	}()
 	fmt.Printf("| write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | tailer CPU/event | writer CPU/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	if b.backlog {
 		res, err := b.measure(sqliteTarget, 1, 0, b.events, true)
@@ -323,6 +328,22 @@ func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
 		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
+
+// peakRSS is the process's VmHWM, "?" where there is none.
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			if kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB")); err == nil {
+				return fmt.Sprintf("%d MiB", kb>>10)
+			}
+		}
 	}
 	return "?"
 }
@@ -517,7 +538,7 @@ func (b *bench) measure(t target, clusters, rate, n int, backlog bool) (result, 
 	for c := range clusters {
 		st := db.view(fmt.Sprintf("c%d", c))
 		tl := &ingest.Tailer{Sink: writer{st: st, sink: sink, trace: b.trace}, Paths: []string{logs[c]},
-			CommitEvery: b.commitEvery, BatchSize: b.batch}
+			CommitEvery: b.commitEvery, BatchSize: b.batch, BatchBytes: b.batchBytes}
 		if b.recon > 0 {
 			tl.ReconstructEvery = b.recon
 			tl.Reconstruct = func(ctx context.Context) (err error) {
