@@ -229,13 +229,17 @@ type DeriveTx interface {
 	// Revisions reads back the stored writes of an object, for renumbering.
 	Revisions(ctx context.Context, k ObjectKey) ([]Placed, error)
 	// Objects reads back the stored writes of the objects of the run's
-	// cluster that want takes (read), object by object: fn gets each one's
-	// writes once, with their resource versions if want says so (versions;
-	// else ResourceVersion is empty). A bulk run renumbers from it, with
-	// the object keys of its cluster read once and those it wants read each
-	// by its index, instead of holding every write's place in memory or
-	// sorting every write.
-	Objects(ctx context.Context, want func(ObjectKey) (read, versions bool), fn func(ObjectKey, []Placed) error) error
+	// cluster that want takes, object by object: fn gets each one's writes
+	// once. A bulk run renumbers from it, with the object keys of its
+	// cluster read once and those it wants read each by its index, instead
+	// of holding every write's place in memory or sorting every write.
+	Objects(ctx context.Context, want func(ObjectKey) bool, fn func(ObjectKey, []Placed) error) error
+	// TimeOrder sets the stored writes of the objects of the run's cluster
+	// that want takes to time order (order_by "time"), their numbers kept:
+	// the objects whose resource versions stopped parsing after writes
+	// that came in time order (Derived.Relabel), in a bulk run, without
+	// reading their writes back.
+	TimeOrder(ctx context.Context, want func(ObjectKey) bool) error
 	// ChangeWrites reads back the stored writes of a change, for its summary.
 	ChangeWrites(ctx context.Context, change string) ([]Write, error)
 	// Renumber sets the places of writes.

@@ -128,18 +128,26 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 		// One read of what was stored, object by object: memory for the
 		// places that change (16 bytes each), not for every write of the
 		// run.
-		if len(b.reorder)+len(b.relabel) > 0 {
-			// Renumbering orders by resource version; relabelling
-			// keeps the numbers.
-			want := func(k cpid.ObjectKey) (read, versions bool) {
+		// An object relabelled keeps its numbers: the store sets its
+		// writes to time order (what place(rs, false) gives) without
+		// reading them; one reordered is read back.
+		if len(b.relabel) > 0 {
+			err := sv.tx.TimeOrder(ctx, func(k cpid.ObjectKey) bool {
 				h := keyHash128(k)
-				_, re := b.reorder[h]
 				_, rl := b.relabel[h]
-				return re || rl, re
+				_, re := b.reorder[h]
+				return rl && !re
+			})
+			if err != nil {
+				return err
 			}
-			err := sv.tx.Objects(ctx, want, func(k cpid.ObjectKey, rs []cpid.Placed) error {
+		}
+		if len(b.reorder) > 0 {
+			err := sv.tx.Objects(ctx, func(k cpid.ObjectKey) bool {
 				_, re := b.reorder[keyHash128(k)]
-				placed.add(place(rs, re))
+				return re
+			}, func(k cpid.ObjectKey, rs []cpid.Placed) error {
+				placed.add(place(rs, true))
 				return nil
 			})
 			if err != nil {
