@@ -105,7 +105,8 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 	fs.Var(&controller, "controller-log", "live controller log file or glob (klog JSON or text, zap/logr or slog JSON; CRI-wrapped or not); repeatable")
 	status := fs.Bool("status", false, "print where each followed log stands and its counters, then exit")
 	poll := fs.Duration("poll", time.Second, "check every log this often, whatever fsnotify reports")
-	batch := fs.Int("batch", 5000, "most records per transaction")
+	batch := fs.Int("batch", 20000, "most records per transaction (a tailer that is behind fills it; one that keeps up commits what it read)")
+	batchBytes := fs.Int("batch-bytes", 16<<20, "most bytes of log lines per transaction, so that memory does not grow with the size of events")
 	commitEvery := fs.Duration("commit-every", 50*time.Millisecond, "least time between two transactions while no batch is full (group commit; 0: none)")
 	every := fs.Duration("reconstruct-every", 10*time.Second, "bring the derived tables up to date this often (0: never)")
 	metrics := fs.String("metrics", "", "serve /metrics (Prometheus text) on this address, e.g. 127.0.0.1:9464")
@@ -173,6 +174,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 			Metrics:    m,
 			Notice:     func(n ingest.Notice) { say("%s", present.Printable(n.String())) },
 			BatchSize:  *batch,
+			BatchBytes: *batchBytes,
 			Idle:       tailIdle,
 		}
 		if t.CommitEvery = *commitEvery; *commitEvery == 0 {
