@@ -15,10 +15,12 @@ import (
 // run's batching: with stepRows > 0 it commits a step every stepRows rows.
 //
 // A full rebuild in one transaction (bulk) keeps a book of the changes'
-// summaries as it stores, and renumbers from what it stored of the objects
-// it has to, object by object (DeriveTx.Objects); any other run reads the writes of
-// the objects and changes it touched back from the store. Both go through
-// the same code (place, changeSum), so they agree.
+// summaries as it stores, reads back the writes of the objects it
+// reorders (DeriveTx.Objects) and has the store set those of the objects
+// that only turned to time order (DeriveTx.TimeOrder, what place gives
+// them); any other run reads the writes of the objects and changes it
+// touched back from the store. Both go through the same code (place,
+// changeSum), so they agree (TestEvictedObjects).
 type saver struct {
 	tx       cpid.DeriveTx
 	stepRows int
@@ -125,12 +127,10 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 	}
 	var placed places
 	if b := sv.bulk; b != nil {
-		// One read of what was stored, object by object: memory for the
-		// places that change (16 bytes each), not for every write of the
-		// run.
-		// An object relabelled keeps its numbers: the store sets its
-		// writes to time order (what place(rs, false) gives) without
-		// reading them; one reordered is read back.
+		// Memory for the places that change (16 bytes each), not for
+		// every write of the run. An object relabelled keeps its numbers:
+		// the store sets its writes to time order (what place(rs, false)
+		// gives) without reading them; one reordered is read back.
 		if len(b.relabel) > 0 {
 			err := sv.tx.TimeOrder(ctx, func(k cpid.ObjectKey) bool {
 				h := keyHash128(k)
