@@ -96,6 +96,5 @@ func (sv *deriveTx) saveObjects(ctx context.Context, objs []cpid.ObjectState) er
 		r.text(o.UID)
 		r.blob(o.Data)
 	}
-	ids := make([]int64, len(objs))
-	return execRows(ctx, sv.tx, sv.st.batch, `INSERT OR REPLACE INTO reconstruct_objects(cluster, key, uid, state) VALUES (?, ?, ?, ?)`, r, ids)
+	return sv.execBatch(ctx, `INSERT OR REPLACE INTO reconstruct_objects(cluster, key, uid, state) VALUES (?, ?, ?, ?)`, r)
 }

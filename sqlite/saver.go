@@ -282,6 +282,13 @@ func (sv *deriveTx) saveRevisions(ws []cpid.Write) error {
 	return nil
 }
 
+// execBatch runs query for each row of r in the open transaction
+// (execRows: by the batch in C on a native store), their rowids unused.
+func (sv *deriveTx) execBatch(ctx context.Context, query string, r *rows) error {
+	sv.ids = slices.Grow(sv.ids[:0], r.len())[:r.len()]
+	return execRows(ctx, sv.tx, sv.st.batch, query, r, sv.ids)
+}
+
 // saveMergelogs stores ms and the sources of those that are new (a
 // mergelog already stored is left as it is): by the batch in C on a
 // native store, as saveRevisions.
@@ -319,8 +326,7 @@ func (sv *deriveTx) saveMergelogs(ctx context.Context, ms []cpid.Emitted) error 
 	if src.len() == 0 {
 		return nil
 	}
-	sv.ids = slices.Grow(sv.ids[:0], src.len())[:src.len()]
-	if err := execRows(ctx, sv.tx, sv.st.batch, insertSourceSQL, src, sv.ids); err != nil {
+	if err := sv.execBatch(ctx, insertSourceSQL, src); err != nil {
 		return fmt.Errorf("save the sources of mergelogs: %w", err)
 	}
 	return nil
@@ -450,8 +456,7 @@ func (sv *deriveTx) Save(ctx context.Context, out *cpid.Derived) error {
 			r.text(c.Traceparent)
 			r.int(c.EventID)
 		}
-		sv.ids = slices.Grow(sv.ids[:0], r.len())[:r.len()]
-		err := execRows(ctx, sv.tx, sv.st.batch, insertChangeSQL, r, sv.ids)
+		err := sv.execBatch(ctx, insertChangeSQL, r)
 		r.put()
 		if err != nil {
 			return atRow(err, func(i int) string { return "save change " + out.Changes[i].ID })
@@ -581,8 +586,7 @@ func (sv *deriveTx) TimeOrder(ctx context.Context, want func(cpid.ObjectKey) boo
 		r.text(k.Name)
 		r.text(sv.cluster)
 	}
-	sv.ids = slices.Grow(sv.ids[:0], len(keys))[:len(keys)]
-	return execRows(ctx, sv.tx, sv.st.batch, timeOrderSQL, r, sv.ids)
+	return sv.execBatch(ctx, timeOrderSQL, r)
 }
 
 // timeOrderSQL sets an object's writes to time order, by revisions_object
@@ -664,8 +668,7 @@ func (sv *deriveTx) Renumber(ctx context.Context, ps []cpid.Placed) error {
 		r.text(p.OrderBy)
 		r.int(p.EventID)
 	}
-	sv.ids = slices.Grow(sv.ids[:0], len(ps))[:len(ps)]
-	return execRows(ctx, sv.tx, sv.st.batch, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`, r, sv.ids)
+	return sv.execBatch(ctx, `UPDATE revisions SET seq = ?, order_by = ? WHERE event_id = ?`, r)
 }
 
 // Summarize sets the summaries of changes (cpid.DeriveTx); a change that
