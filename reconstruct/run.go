@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -120,6 +121,81 @@ type Options struct {
 	// evicts.
 	MaxObjects int
 	SpillDir   string
+	// Progress, when set, is called about every ProgressEvery (default
+	// 2 s) with where the run is, from a goroutine of its own, and once
+	// more when the run is done: a first run over ten million events
+	// takes minutes.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+}
+
+// Progress is where a running reconstruct is (Options.Progress).
+type Progress struct {
+	Elapsed time.Duration
+	// Writes is how many writes the engine has run through so far.
+	Writes int64
+	// End is set once every write is through: the run is storing its end
+	// (the indexes a full rebuild dropped, the objects to renumber, the
+	// changes' summaries, the commit).
+	End bool
+	// Done is set on the last call, when the run is over.
+	Done bool
+}
+
+// progress reports a run's Progress every so often until stop.
+type progress struct {
+	writes atomic.Int64
+	end    atomic.Bool
+	stop   func()
+}
+
+// startProgress calls opt.Progress every opt.ProgressEvery until the
+// returned progress is stopped, then once more (Done); nil without
+// opt.Progress.
+func startProgress(opt Options, start time.Time) *progress {
+	if opt.Progress == nil {
+		return nil
+	}
+	every := opt.ProgressEvery
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	p := &progress{}
+	snap := func(done bool) Progress {
+		return Progress{Elapsed: time.Since(start), Writes: p.writes.Load(), End: p.end.Load(), Done: done}
+	}
+	quit, over := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(over)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				opt.Progress(snap(false))
+			}
+		}
+	}()
+	p.stop = func() {
+		close(quit)
+		<-over
+		opt.Progress(snap(true))
+	}
+	return p
+}
+
+func (p *progress) add(n int) {
+	if p != nil {
+		p.writes.Add(int64(n))
+	}
+}
+
+func (p *progress) ended() {
+	if p != nil {
+		p.end.Store(true)
+	}
 }
 
 // DefaultMaxObjects is Options.MaxObjects' default.
@@ -176,6 +252,10 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	}
 	en := opt.engine()
 	defer func() { en.closeSpill() }()
+	prog := startProgress(opt, start)
+	if prog != nil {
+		defer prog.stop()
+	}
 	if !res.Full && !w.HasState {
 		// Before Late: with no last run, everything is new, and reading
 		// it to count the late rows would read the whole table.
@@ -291,13 +371,14 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 		family = func(p string) string { return p }
 	}
 	snapshot, objects, err := process(ctx, st, en, cpid.WriteScan{AfterNS: w.CutoffNS, UpToID: lastEvent, Ignored: en.ignoredList(), Bodies: bodiedList()},
-		family, cutoff, opt.StepRows, res.Full, func(ctx context.Context, d cpid.Derived) error {
+		family, cutoff, opt.StepRows, res.Full, prog, func(ctx context.Context, d cpid.Derived) error {
 			res.count(&d)
 			return sv.save(ctx, &d)
 		})
 	if err != nil {
 		return res, err
 	}
+	prog.ended()
 	en.release()
 	if err := en.LoadErr(); err != nil {
 		// As for evidence: nothing is committed past the last step.
@@ -353,7 +434,7 @@ func (r *Report) count(d *cpid.Derived) {
 // met, stored with the watermark so that a run that stops halfway leaves
 // the states of the last one.
 func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.WriteScan, family func(string) string,
-	cutoff int64, stepRows int, full bool, save func(context.Context, cpid.Derived) error) ([]byte, []cpid.ObjectState, error) {
+	cutoff int64, stepRows int, full bool, prog *progress, save func(context.Context, cpid.Derived) error) ([]byte, []cpid.ObjectState, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan []*Event, 4)
 	var badOwners, badAncestors BadInput // the scan's, read once it ended
@@ -455,6 +536,7 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 				}
 				en.Process(ev)
 				if pending++; pending >= every {
+					prog.add(pending)
 					pending = 0
 					select {
 					case outs <- en.Drain():
@@ -467,6 +549,7 @@ func process(ctx context.Context, st cpid.DerivedStore, en *Engine, q cpid.Write
 		if err := gctx.Err(); err != nil {
 			return err
 		}
+		prog.add(pending)
 		if snapshot == nil {
 			if err := marshal(); err != nil {
 				return err

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
@@ -45,7 +48,10 @@ replaces a writer's windows (wider or narrower); query hops --window
 kwok=10m prints them beside the hops observed (docs/CAUSALITY.md).
 --ignore-cpids leaves out the CPIDs instrumented writers carry, so that
 inference alone decides (to measure it against an instrumented recording;
-on a copy of the database). -q prints only its warnings.
+on a copy of the database). -q prints only its warnings. On a terminal,
+a run that lasts prints where it is every 2 s on stderr: the writes
+through so far, then the end it stores (a first run over ten million
+events takes minutes).
 
 Memory: a run holds at most --max-objects objects' states in memory (30000
 by default); past that it moves the half it met least recently to a
@@ -108,6 +114,15 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		for _, c := range clusters {
+			if f, ok := e.stderr.(*os.File); ok && !e.quiet && term.IsTerminal(int(f.Fd())) {
+				// Where a long run is, on a terminal only: what scripts
+				// and logs read stays the summary below.
+				name := ""
+				if len(clusters) > 1 {
+					name = "cluster " + c + ": "
+				}
+				opt.Progress, opt.ProgressEvery = progressPrinter(e.stderr, name), 2*time.Second
+			}
 			r, err := reconstruct.Run(ctx, db.view(c), opt)
 			if err != nil {
 				return fmt.Errorf("cluster %s: %w", c, err)
@@ -124,6 +139,27 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 			fmt.Fprintln(e.stdout, r)
 		}
 		return nil
+	}
+}
+
+// progressPrinter prints a reconstruct run's progress (Options.Progress):
+// the writes through so far, then that the run stores its end, said in
+// full once; the run's summary follows its last line.
+func progressPrinter(w io.Writer, name string) func(reconstruct.Progress) {
+	ended := false
+	return func(p reconstruct.Progress) {
+		el := p.Elapsed.Round(time.Second)
+		switch {
+		case p.Done:
+		case p.End && ended:
+			fmt.Fprintf(w, "reconstruct: %sstill storing the end, %s\n", name, el)
+		case p.End:
+			fmt.Fprintf(w, "reconstruct: %severy write through (%d); storing the end (indexes, renumbering, summaries, the commit), %s\n",
+				name, p.Writes, el)
+			ended = true
+		default:
+			fmt.Fprintf(w, "reconstruct: %s%d writes through, %.0f/s, %s\n", name, p.Writes, float64(p.Writes)/p.Elapsed.Seconds(), el)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cpid-dev/cpid/reconstruct"
 )
@@ -676,5 +677,22 @@ func TestAttributionInstrumented(t *testing.T) {
 func TestAttributionPaper(t *testing.T) {
 	for _, f := range []string{"paper-5-1-1-stock", "paper-5-1-1", "paper-5-1-2", "figure-5", "rollout-interrupted"} {
 		t.Run(f, func(t *testing.T) { checkAttribution(t, f, 1, 1) })
+	}
+}
+
+// TestProgressPrinter: a run's progress lines; the end said in full once.
+func TestProgressPrinter(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	p := progressPrinter(&out, "cluster a: ")
+	p(reconstruct.Progress{Elapsed: 2 * time.Second, Writes: 5000})
+	p(reconstruct.Progress{Elapsed: 4 * time.Second, Writes: 9000, End: true})
+	p(reconstruct.Progress{Elapsed: 6 * time.Second, Writes: 9000, End: true})
+	p(reconstruct.Progress{Elapsed: 6500 * time.Millisecond, Writes: 9000, End: true, Done: true})
+	want := "reconstruct: cluster a: 5000 writes through, 2500/s, 2s\n" +
+		"reconstruct: cluster a: every write through (9000); storing the end (indexes, renumbering, summaries, the commit), 4s\n" +
+		"reconstruct: cluster a: still storing the end, 6s\n"
+	if out.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
 	}
 }
