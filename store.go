@@ -217,6 +217,22 @@ type DeriveMode struct {
 	Bulk bool
 }
 
+// ObjectNeed is what the end of a run needs of an object's stored writes
+// (DeriveTx.Objects).
+type ObjectNeed int
+
+const (
+	// NeedNothing: the object is left as it is.
+	NeedNothing ObjectNeed = iota
+	// NeedTimeOrder: its writes go to time order (order_by "time"), their
+	// numbers kept, unread: an object whose resource versions stopped
+	// parsing after writes that came in time order (Derived.Relabel).
+	NeedTimeOrder
+	// NeedWrites: its writes are read back, with their resource versions,
+	// to be renumbered (Derived.Reorder).
+	NeedWrites
+)
+
 // DeriveTx stores a run's rows. Everything up to Finish is in one
 // transaction, unless Step commits it and opens the next; a run abandoned
 // before Finish leaves the old watermark, so the next run redoes it.
@@ -228,18 +244,13 @@ type DeriveTx interface {
 	Step(ctx context.Context) error
 	// Revisions reads back the stored writes of an object, for renumbering.
 	Revisions(ctx context.Context, k ObjectKey) ([]Placed, error)
-	// Objects reads back the stored writes of the objects of the run's
-	// cluster that want takes, object by object: fn gets each one's writes
-	// once. A bulk run renumbers from it, with the object keys of its
-	// cluster read once and those it wants read each by its index, instead
-	// of holding every write's place in memory or sorting every write.
-	Objects(ctx context.Context, want func(ObjectKey) bool, fn func(ObjectKey, []Placed) error) error
-	// TimeOrder sets the stored writes of the objects of the run's cluster
-	// that want takes to time order (order_by "time"), their numbers kept:
-	// the objects whose resource versions stopped parsing after writes
-	// that came in time order (Derived.Relabel), in a bulk run, without
-	// reading their writes back.
-	TimeOrder(ctx context.Context, want func(ObjectKey) bool) error
+	// Objects gives the objects of the run's cluster what need says of
+	// each, from one read of their keys: fn gets the stored writes of each
+	// object that needs them (NeedWrites), once; those that only turn to
+	// time order (NeedTimeOrder) are set to it without a read. A bulk run
+	// renumbers from it, instead of holding every write's place in memory
+	// or sorting every write.
+	Objects(ctx context.Context, need func(ObjectKey) ObjectNeed, fn func(ObjectKey, []Placed) error) error
 	// ChangeWrites reads back the stored writes of a change, for its summary.
 	ChangeWrites(ctx context.Context, change string) ([]Write, error)
 	// Renumber sets the places of writes.

@@ -16,9 +16,9 @@ import (
 //
 // A full rebuild in one transaction (bulk) keeps a book of the changes'
 // summaries as it stores, reads back the writes of the objects it
-// reorders (DeriveTx.Objects) and has the store set those of the objects
-// that only turned to time order (DeriveTx.TimeOrder, what place gives
-// them); any other run reads the writes of the objects and changes it
+// reorders and has the store set those of the objects that only turned to
+// time order (what place gives them), both from one read of the keys
+// (DeriveTx.Objects); any other run reads the writes of the objects and changes it
 // touched back from the store. Both go through the same code (place,
 // changeSum), so they agree (TestEvictedObjects).
 type saver struct {
@@ -131,22 +131,18 @@ func (sv *saver) finish(ctx context.Context, w cpid.Watermark) error {
 		// every write of the run. An object relabelled keeps its numbers:
 		// the store sets its writes to time order (what place(rs, false)
 		// gives) without reading them; one reordered is read back.
-		if len(b.relabel) > 0 {
-			err := sv.tx.TimeOrder(ctx, func(k cpid.ObjectKey) bool {
+		if len(b.reorder)+len(b.relabel) > 0 {
+			need := func(k cpid.ObjectKey) cpid.ObjectNeed {
 				h := keyHash128(k)
-				_, rl := b.relabel[h]
-				_, re := b.reorder[h]
-				return rl && !re
-			})
-			if err != nil {
-				return err
+				if _, ok := b.reorder[h]; ok {
+					return cpid.NeedWrites
+				}
+				if _, ok := b.relabel[h]; ok {
+					return cpid.NeedTimeOrder
+				}
+				return cpid.NeedNothing
 			}
-		}
-		if len(b.reorder) > 0 {
-			err := sv.tx.Objects(ctx, func(k cpid.ObjectKey) bool {
-				_, re := b.reorder[keyHash128(k)]
-				return re
-			}, func(k cpid.ObjectKey, rs []cpid.Placed) error {
+			err := sv.tx.Objects(ctx, need, func(k cpid.ObjectKey, rs []cpid.Placed) error {
 				placed.add(place(rs, true))
 				return nil
 			})

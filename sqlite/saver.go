@@ -537,14 +537,33 @@ func placedRows(rows *sql.Rows, out []cpid.Placed) ([]cpid.Placed, error) {
 	return out, rows.Err()
 }
 
-// Objects reads back the stored writes of the objects want takes, object
-// by object (cpid.DeriveTx): their keys (objectKeys), then a seek each (a
-// sort of every write, joined with its event, took 1.5 s of a 10 s
-// rebuild of 1M synthetic events).
-func (sv *deriveTx) Objects(ctx context.Context, want func(cpid.ObjectKey) bool, fn func(cpid.ObjectKey, []cpid.Placed) error) error {
-	keys, err := sv.objectKeys(ctx, want)
+// Objects gives the objects what need says of each (cpid.DeriveTx), from
+// one read of their keys (objectKeys): those to time order an update each,
+// by the batch in C on a native store (reading their writes back took
+// 0.7 s of a rebuild of 1M synthetic events, whose 7,302 such objects were
+// half of its objects); those whose writes are needed a seek each (a sort
+// of every write, joined with its event, took 1.5 s).
+func (sv *deriveTx) Objects(ctx context.Context, need func(cpid.ObjectKey) cpid.ObjectNeed, fn func(cpid.ObjectKey, []cpid.Placed) error) error {
+	keys, err := sv.objectKeys(ctx, need)
 	if err != nil {
 		return err
+	}
+	if ks := keys[cpid.NeedTimeOrder]; len(ks) > 0 {
+		r := newRows(5)
+		defer r.put()
+		for _, k := range ks {
+			r.text(k.Group)
+			r.text(k.Resource)
+			r.text(k.Namespace)
+			r.text(k.Name)
+			r.text(sv.cluster)
+		}
+		if err := sv.execBatch(ctx, timeOrderSQL, r); err != nil {
+			return err
+		}
+	}
+	if len(keys[cpid.NeedWrites]) == 0 {
+		return nil
 	}
 	st, err := sv.tx.PrepareContext(ctx, objectRevisionsSQL)
 	if err != nil {
@@ -552,7 +571,7 @@ func (sv *deriveTx) Objects(ctx context.Context, want func(cpid.ObjectKey) bool,
 	}
 	defer st.Close()
 	var rs []cpid.Placed
-	for _, k := range keys {
+	for _, k := range keys[cpid.NeedWrites] {
 		rows, err := st.QueryContext(ctx, k.Group, k.Resource, k.Namespace, k.Name, sv.cluster)
 		if err != nil {
 			return err
@@ -567,37 +586,16 @@ func (sv *deriveTx) Objects(ctx context.Context, want func(cpid.ObjectKey) bool,
 	return nil
 }
 
-// TimeOrder sets the stored writes of the objects want takes to time order
-// (cpid.DeriveTx): their keys (objectKeys), then an update each, by the
-// batch in C on a native store. Reading their writes back to renumber
-// them the same took 0.7 s of a rebuild of 1M synthetic events, whose
-// 7,302 such objects were half of its objects.
-func (sv *deriveTx) TimeOrder(ctx context.Context, want func(cpid.ObjectKey) bool) error {
-	keys, err := sv.objectKeys(ctx, want)
-	if err != nil || len(keys) == 0 {
-		return err
-	}
-	r := newRows(5)
-	defer r.put()
-	for _, k := range keys {
-		r.text(k.Group)
-		r.text(k.Resource)
-		r.text(k.Namespace)
-		r.text(k.Name)
-		r.text(sv.cluster)
-	}
-	return sv.execBatch(ctx, timeOrderSQL, r)
-}
-
 // timeOrderSQL sets an object's writes to time order, by revisions_object
 // (TestObjectKeysIndexUsed).
 const timeOrderSQL = `UPDATE revisions SET order_by = 'time'
 	WHERE api_group = ? AND resource = ? AND namespace = ? AND name = ? AND cluster = ? AND order_by <> 'time'`
 
-// objectKeys reads the keys of the cluster's objects that want takes. A
-// bulk load's indexes are built first: the keys are then one read of
-// revisions_object, without the table, and each object a seek.
-func (sv *deriveTx) objectKeys(ctx context.Context, want func(cpid.ObjectKey) bool) ([]cpid.ObjectKey, error) {
+// objectKeys reads the keys of the cluster's objects, by what need says of
+// them (NeedNothing's left out). A bulk load's indexes are built first:
+// the keys are then one read of revisions_object, without the table, and
+// each object a seek.
+func (sv *deriveTx) objectKeys(ctx context.Context, need func(cpid.ObjectKey) cpid.ObjectNeed) (map[cpid.ObjectNeed][]cpid.ObjectKey, error) {
 	if err := sv.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -608,15 +606,15 @@ func (sv *deriveTx) objectKeys(ctx context.Context, want func(cpid.ObjectKey) bo
 	if err != nil {
 		return nil, err
 	}
-	var keys []cpid.ObjectKey
+	keys := map[cpid.ObjectNeed][]cpid.ObjectKey{}
 	for rows.Next() {
 		var k cpid.ObjectKey
 		if err := rows.Scan(&k.Resource, &k.Namespace, &k.Name, &k.Group); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		if want(k) {
-			keys = append(keys, k)
+		if n := need(k); n != cpid.NeedNothing {
+			keys[n] = append(keys[n], k)
 		}
 	}
 	return keys, errors.Join(rows.Err(), rows.Close())
