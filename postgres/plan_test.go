@@ -37,6 +37,8 @@ func TestReadPaths(t *testing.T) {
 	}{
 		{"FilterIndexUsed", testFilterIndexUsed},
 		{"FilterMatches", testFilterMatches},
+		{"FilterGate", testFilterGate},
+		{"HistoryChangesByID", testHistoryChangesByID},
 		{"HistoryLimitFirst", testHistoryLimitFirst},
 		{"CPIDsIndexUsed", testCPIDsIndexUsed},
 		{"BodiesWhenNeeded", testBodiesWhenNeeded},
@@ -187,6 +189,68 @@ func testHistoryLimitFirst(t *testing.T, s *Store) {
 	})
 	if read != 2 {
 		t.Errorf("history of %v (%d writes), limit 2: %d events read, want 2\n%s", k, writes, read, out)
+	}
+}
+
+// testFilterGate: a filter that no value of the changes' own rows
+// (search_terms, migration 0016) nor any name or writer of their writes
+// holds reads no change, for the count nor for the page (the scan of the
+// changes is never run), where each read every change's text at each key;
+// one that a value holds reads them.
+func testFilterGate(t *testing.T, s *Store) {
+	ctx := context.Background()
+	// Every value of the changes' own rows is a term, as the triggers
+	// keep them through reconstruct's inserts and updates.
+	missing := rowsOf(t, s, `SELECT v FROM changes c, LATERAL (VALUES (lower(c.namespace)), (lower(c.name)),
+		(lower(c.resource)), (lower(c."user")), (lower(c.cluster))) x(v)
+		WHERE NOT EXISTS (SELECT 1 FROM search_terms WHERE kind = 'o' AND term = v)`)
+	if n := len(rowsOf(t, s, `SELECT term FROM search_terms`)); len(missing) > 0 || n < 5 {
+		t.Errorf("search_terms: %d terms, lacks %q", n, missing)
+	}
+	for _, c := range []struct {
+		filter string
+		read   bool
+	}{{"zzq", false}, {"kube-sch", true}, {"deployment-con", true}, {"0a", true}} {
+		where, args := s.filter(cpid.ChangeQuery{Filter: c.filter})
+		for _, q := range []string{
+			`SELECT count(*) FROM changes c ` + where,
+			`SELECT c.id FROM changes c ` + where + ` ORDER BY c.started_ns DESC, c.id COLLATE "C" LIMIT 200 OFFSET 0`,
+		} {
+			var out []byte
+			if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+q, args...).Scan(&out); err != nil {
+				t.Fatal(err)
+			}
+			var plan []struct{ Plan node }
+			if err := json.Unmarshal(out, &plan); err != nil {
+				t.Fatal(err)
+			}
+			scans := 0
+			plan[0].Plan.walk(func(n node) {
+				if n.Relation == "changes" && n.Alias == "c" {
+					scans += n.Loops
+				}
+			})
+			if (scans > 0) != c.read {
+				t.Errorf("filter %q: the changes scanned %d times, want read %v\n%s\n%s", c.filter, scans, c.read, q, out)
+			}
+		}
+	}
+}
+
+// testHistoryChangesByID: history looks up the change of each write it
+// shows by its id, where a join hashed every change of the database to
+// find those of 200 writes.
+func testHistoryChangesByID(t *testing.T, s *Store) {
+	var k cpid.ObjectKey
+	if err := s.pool.QueryRow(context.Background(), `SELECT api_group, resource, namespace, name FROM revisions
+		WHERE change_id IS NOT NULL GROUP BY api_group, resource, namespace, name ORDER BY count(*) DESC, name LIMIT 1`).
+		Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name); err != nil {
+		t.Fatal(err)
+	}
+	q, args := s.historySQL(cpid.HistoryQuery{Object: k}, 200)
+	p := queryPlan(t, s, q, args...)
+	if !strings.Contains(p, "Index Scan using changes_pkey on changes t") || strings.Contains(p, "Hash") {
+		t.Errorf("history of %v: plan:\n%s\nwant each write's change looked up by changes_pkey, nothing hashed", k, p)
 	}
 }
 

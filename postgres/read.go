@@ -81,7 +81,9 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 	}
 	if q.Filter != "" {
 		args = append(args, q.Filter)
-		conds = append(conds, filterCond(q.Filter, len(args), &args))
+		arg := len(args)
+		gate := filterGate(q.Filter, arg, &args)
+		conds = append(conds, gate, filterCond(q.Filter, arg, &args))
 	}
 	if q.IDPrefix != "" {
 		add(`starts_with(c.id, $%[1]d)`, q.IDPrefix)
@@ -164,6 +166,25 @@ func filterCond(filter string, arg int, args *[]any) string {
 			failed, len(*args))
 	}
 	return cond + `)`
+}
+
+// filterGate is a condition on no change that a changes filter
+// (argument arg, lowercase) puts before filterCond: that some value a
+// change's own row held (search_terms, migration 0016) or some name or
+// writer of the writes holds the filter, or that the filter may be part of
+// any id (made of a UUID's characters), name a verb or a code, or hold the
+// separator of the changes' texts (which search_terms holds apart). It
+// names no column of the changes, so PostgreSQL tests it once, before it
+// reads any change (a one-time filter): a filter that no value holds
+// (typing on past what any change has) reads no change, where the count
+// read every change's text at each key and the page read them all looking
+// for a page of matches.
+func filterGate(filter string, arg int, args *[]any) string {
+	verb, code := cpid.FilterWrites(filter)
+	open := verb || code != 0 || strings.ContainsRune(filter, '\x1f') || strings.Trim(filter, "0123456789abcdef-") == ""
+	*args = append(*args, open)
+	return fmt.Sprintf(`($%[2]d OR EXISTS (SELECT 1 FROM search_terms WHERE strpos(term, $%[1]d) > 0)
+		OR cardinality(`+matching("name", arg)+`) > 0 OR cardinality(`+matching("writer", arg)+`) > 0)`, arg, len(*args))
 }
 
 // CountChanges counts the changes Changes lists for the same filter
