@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cpid-dev/cpid/blocks"
 )
@@ -28,20 +26,31 @@ CREATE TEMP TABLE IF NOT EXISTS cpid_stage_logs (
   n BIGINT, hash BYTEA, ts_ns BIGINT, level TEXT, component TEXT, msg TEXT, cpid TEXT, fields TEXT, file_id BIGINT, line BIGINT
 ) ON COMMIT DELETE ROWS`
 
-// createStage creates the staging tables of a new connection of the pool
-// (pgxpool's AfterConnect), outside any transaction so that they last as
-// long as the session. A server that takes no writes (a standby) refuses
-// them: its sessions never write.
-func createStage(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, stageTables)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "25006" { // read_only_sql_transaction
-		return nil
-	}
+// staged is the key of a connection's custom data that says it has the
+// staging tables.
+const staged = "cpid.staged"
+
+// withStage runs fn on a connection of the pool that has the staging
+// tables: they are created the first time a connection writes, outside any
+// transaction so that they last as long as the session (one that rolls
+// back keeps them). They were created as each connection opened, for
+// every store opened for writing: a few milliseconds of catalog writes
+// for each connection of a reconstruct run, or of the terminal UI opened
+// for writing, that never write a record.
+func (s *Store) withStage(ctx context.Context, fn func(*pgxpool.Conn) error) error {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("create the staging tables: %w", err)
+		return err
 	}
-	return nil
+	defer conn.Release()
+	data := conn.Conn().PgConn().CustomData()
+	if data[staged] == nil {
+		if _, err := conn.Exec(ctx, stageTables); err != nil {
+			return fmt.Errorf("create the staging tables: %w", err)
+		}
+		data[staged] = true
+	}
+	return fn(conn)
 }
 
 // copyBlockTx is blockTx whose references to bodies are copied (COPY):

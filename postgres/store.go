@@ -75,8 +75,6 @@ func Open(ctx context.Context, dsn string, opts ...cpid.OpenOption) (*Store, err
 	}
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-	} else {
-		cfg.AfterConnect = createStage
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

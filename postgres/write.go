@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/blocks"
@@ -354,7 +355,7 @@ func flag(b bool) int64 {
 // wait and try again (IsDown).
 func (s *Store) retry(ctx context.Context, fn func(pgx.Tx) error) error {
 	for i := 0; ; i++ {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := s.withStage(ctx, func(conn *pgxpool.Conn) error { return pgx.BeginFunc(ctx, conn, fn) })
 		var pe *pgconn.PgError
 		if i < 5 && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
 			continue
