@@ -29,8 +29,13 @@ func (r reads) IDStats(ctx context.Context) (shared *int, n int, err error) {
 // IDsNear reads the CPIDs on either side of each id, a seek each
 // (cpid.ChangeRows).
 func (r reads) IDsNear(ctx context.Context, ids []string) ([]string, error) {
-	return strs(ctx, r.db, `SELECT x FROM (
-		SELECT (SELECT max(cpid) FROM cpid_ids WHERE cpid < i COLLATE "C") AS x FROM unnest($1::text[]) i
-		UNION ALL SELECT (SELECT min(cpid) FROM cpid_ids WHERE cpid > i COLLATE "C") FROM unnest($1::text[]) i) n
-		WHERE x IS NOT NULL`, ids)
+	return strs(ctx, r.db, idsNearSQL, ids)
 }
+
+// idsNearSQL is IDsNear's query: $1 the ids. OFFSET 0 keeps the condition
+// on x out of the union's arms: pushed into them, it ran each seek twice
+// (once for the condition, once for the value).
+const idsNearSQL = `SELECT x FROM (
+	SELECT (SELECT max(cpid) FROM cpid_ids WHERE cpid < i COLLATE "C") AS x FROM unnest($1::text[]) i
+	UNION ALL SELECT (SELECT min(cpid) FROM cpid_ids WHERE cpid > i COLLATE "C") FROM unnest($1::text[]) i OFFSET 0) n
+	WHERE x IS NOT NULL`

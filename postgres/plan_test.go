@@ -39,6 +39,7 @@ func TestReadPaths(t *testing.T) {
 		{"FilterMatches", testFilterMatches},
 		{"FilterGate", testFilterGate},
 		{"HistoryChangesByID", testHistoryChangesByID},
+		{"IDsNearOnce", testIDsNearOnce},
 		{"HistoryLimitFirst", testHistoryLimitFirst},
 		{"CPIDsIndexUsed", testCPIDsIndexUsed},
 		{"BodiesWhenNeeded", testBodiesWhenNeeded},
@@ -251,6 +252,30 @@ func testHistoryChangesByID(t *testing.T, s *Store) {
 	p := queryPlan(t, s, q, args...)
 	if !strings.Contains(p, "Index Scan using changes_pkey on changes t") || strings.Contains(p, "Hash") {
 		t.Errorf("history of %v: plan:\n%s\nwant each write's change looked up by changes_pkey, nothing hashed", k, p)
+	}
+}
+
+// testIDsNearOnce: the neighbours of n ids (every listing's ids' length)
+// are 2n seeks of cpid_ids, where the condition on their value, pushed
+// into the query that seeks them, ran each twice.
+func testIDsNearOnce(t *testing.T, s *Store) {
+	ids := rowsOf(t, s, `SELECT cpid FROM cpid_ids ORDER BY cpid LIMIT 7 OFFSET 1`)
+	var out []byte
+	if err := s.pool.QueryRow(context.Background(), `EXPLAIN (ANALYZE, FORMAT JSON) `+idsNearSQL, ids).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plan []struct{ Plan node }
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatal(err)
+	}
+	seeks := 0
+	plan[0].Plan.walk(func(n node) {
+		if n.Relation == "cpid_ids" {
+			seeks += n.Loops
+		}
+	})
+	if len(ids) < 5 || seeks != 2*len(ids) {
+		t.Errorf("the neighbours of %d ids: %d seeks of cpid_ids, want %d\n%s", len(ids), seeks, 2*len(ids), out)
 	}
 }
 
