@@ -326,7 +326,7 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	}
 	// Evidence of restarts and leader handovers, read for the writes that
 	// waited past their windows only.
-	en.Evidence = func(program string, afterNS, atNS int64) ([]cpid.Evidence, error) {
+	evidence := func(program string, afterNS, atNS int64) ([]cpid.Evidence, error) {
 		var out []cpid.Evidence
 		err := st.ScanEvidence(ctx, cpid.EvidenceScan{AfterNS: afterNS, AtNS: atNS, UpToID: lastEvent, Program: program,
 			StartMarkers: StartMarkers, LeaseNamespace: LeaseNamespace, Leases: LeaderLeases,
@@ -338,6 +338,16 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 			return nil
 		})
 		return out, err
+	}
+	// Every program's evidence, window after window, the next read in the
+	// background (aheadReader).
+	ahead := newAheadReader(func(afterNS, atNS int64) ([]cpid.Evidence, error) { return evidence("", afterNS, atNS) })
+	defer ahead.wait()
+	en.Evidence = func(program string, afterNS, atNS int64) ([]cpid.Evidence, error) {
+		if program == "" {
+			return ahead.get(afterNS, atNS)
+		}
+		return evidence(program, afterNS, atNS)
 	}
 	en.NodeLeases = func(node string, afterNS, atNS int64) ([]cpid.Evidence, error) {
 		var out []cpid.Evidence
