@@ -103,9 +103,6 @@ import (
 	mattn "github.com/mattn/go-sqlite3"
 )
 
-// readBatchRows is how many rows one call to C reads at most.
-const readBatchRows = 512
-
 // scanC runs query with args on a connection of db, a pool of SQLite in C
 // (a native Store), and calls fn with each batch of rows: many rows a
 // call to C instead of one call per value. A batch's texts and blobs are
@@ -154,33 +151,27 @@ func scanC(ctx context.Context, db *sql.DB, query string, args []any, fn func(*r
 			}
 		}
 		ncol := int(C.sqlite3_column_count(st))
-		out := &rows{ncol: ncol, vals: make([]cval, readBatchRows*ncol), arena: make([]byte, 1<<20)}
+		// current says that the statement stands on a row the last call
+		// stepped to and did not copy (it did not fit): the next one
+		// copies it first.
 		var current C.int
-		for {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		return readAhead(ctx, ncol, func(out *rows) (bool, error) {
 			var nrow C.int
 			var used, need C.int64_t
-			rc := C.cpid_read_batch(st, C.int(ncol), readBatchRows, (*C.cpid_val)(unsafe.Pointer(unsafe.SliceData(out.vals))),
-				(*C.char)(unsafe.Pointer(unsafe.SliceData(out.arena))), C.int64_t(len(out.arena)), &nrow, &used, &current, &need)
-			switch rc {
-			case C.CPID_SQLITE_ROW, C.CPID_SQLITE_DONE:
-			case C.CPID_R_SMALL:
-				out.arena = make([]byte, 2*int(need))
-				continue
-			default:
-				return cError(h, rc)
-			}
-			if nrow > 0 {
-				b := &rows{ncol: ncol, vals: out.vals[:int(nrow)*ncol], arena: out.arena[:used]}
-				if err := fn(b); err != nil {
-					return err
+			for {
+				rc := C.cpid_read_batch(st, C.int(ncol), readBatchRows, (*C.cpid_val)(unsafe.Pointer(unsafe.SliceData(out.vals))),
+					(*C.char)(unsafe.Pointer(unsafe.SliceData(out.arena))), C.int64_t(cap(out.arena)), &nrow, &used, &current, &need)
+				switch rc {
+				case C.CPID_SQLITE_ROW, C.CPID_SQLITE_DONE:
+				case C.CPID_R_SMALL:
+					out.arena = make([]byte, 0, 2*int(need))
+					continue
+				default:
+					return false, cError(h, rc)
 				}
+				out.vals, out.arena = out.vals[:int(nrow)*ncol], out.arena[:used]
+				return rc == C.CPID_SQLITE_DONE, nil
 			}
-			if rc == C.CPID_SQLITE_DONE {
-				return nil
-			}
-		}
+		}, fn)
 	})
 }

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,5 +145,69 @@ func TestNativeBodyView(t *testing.T) {
 	}
 	if strings.Count(want.String(), "\n") < 10 {
 		t.Fatalf("too few bodies: %d", strings.Count(want.String(), "\n"))
+	}
+}
+
+// TestNativeReadAhead: the C reader reads the next batch while the
+// caller works on one (readAhead): every row comes once and in order; an
+// error of the caller's, or a context canceled, ends the read there and
+// is returned, and the connection goes back usable.
+func TestNativeReadAhead(t *testing.T) {
+	if !haveC {
+		t.Skip("built without cgo: no SQLite in C")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "cpid.db"), cpid.Native())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 20 * readBatchRows
+	series := `WITH RECURSIVE x(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM x WHERE i < ?) SELECT i, printf('%08d', i) FROM x`
+	next := int64(1)
+	err = scanC(ctx, s.r, series, []any{n}, func(b *rows) error {
+		for r := range b.len() {
+			v := b.vals[r*2 : r*2+2]
+			if v[0].i != next || string(b.bytesAt(v[1])) != fmt.Sprintf("%08d", next) {
+				return fmt.Errorf("row %d: got %d %q", next, v[0].i, b.bytesAt(v[1]))
+			}
+			next++
+		}
+		return nil
+	})
+	if err != nil || next != n+1 {
+		t.Fatalf("read rows 1 to %d of %d: %v", next-1, n, err)
+	}
+
+	stop := errors.New("enough")
+	batches := 0
+	err = scanC(ctx, s.r, series, []any{n}, func(b *rows) error {
+		batches++
+		if batches == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || batches != 2 {
+		t.Fatalf("the caller stopped at its 2nd batch: got %v after %d", err, batches)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	batches = 0
+	err = scanC(cctx, s.r, series, []any{n}, func(b *rows) error {
+		if batches++; batches == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || batches > 2+readAheadBatches {
+		t.Fatalf("canceled at the 2nd batch: got %v after %d batches", err, batches)
+	}
+	// The pool's connections are usable after both.
+	for range 4 {
+		var one int
+		if err := s.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil || one != 1 {
+			t.Fatalf("a connection after the stopped reads: %d, %v", one, err)
+		}
 	}
 }
