@@ -254,7 +254,7 @@ func (b *bench) fleet(n int, rateList string) error {
 	}
 	defer srv.Stop()
 	seq := 0
-	pg := target{name: "PostgreSQL", open: func(ctx context.Context, dir string) (*cpidStore, error) {
+	pg := target{name: "PostgreSQL", serverCPU: srv.CPU, open: func(ctx context.Context, dir string) (*cpidStore, error) {
 		seq++
 		dsn, err := srv.CreateDatabase(ctx, fmt.Sprintf("fleet%d", seq))
 		if err != nil {
@@ -267,14 +267,24 @@ func (b *bench) fleet(n int, rateList string) error {
 		return &cpidStore{view: func(c string) store { return st.InCluster(c) }, close: st.Close}, nil
 	}}
 	fmt.Printf("\n## A fleet into one PostgreSQL\n\n")
-	fmt.Printf("`go run ./cmd/tailbench -fleet %d -fleet-rates %s -duration %s -events %d -maxsize %d -reconstruct-every %s %s`:\n",
-		n, rateList, b.dur, b.events, b.maxSize, b.recon, b.bundle)
+	only := ""
+	if b.fleetOnly {
+		only = " -fleet-only"
+	}
+	fmt.Printf("`go run ./cmd/tailbench -fleet %d%s -fleet-rates '%s' -duration %s -events %d -maxsize %d -reconstruct-every %s %s`:\n",
+		n, only, rateList, b.dur, b.events, b.maxSize, b.recon, b.bundle)
 	fmt.Printf("%d clusters, each with its own lumberjack writer process (%s) and its own in-process tailer (`cpid-tui tail --cluster`,\n", n, b.rotated())
 	fmt.Printf("reconstructing every %s), all storing into one PostgreSQL %s database at once (a throwaway server\n", b.recon, srv.Version())
-	fmt.Printf("on this machine, on a unix socket, with %s); beside it, one cluster into SQLite at the same\n", strings.Join(pgSettings, ", "))
-	fmt.Printf("total rate. The writers, the tailers and the server share the %d cores. Lag and CPU as above (the PostgreSQL\n", runtime.NumCPU())
-	fmt.Printf("server's CPU is in neither column).\n\n")
-	fmt.Printf("| target | clusters | write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | tailer CPU/event | writer CPU/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	beside := "; beside it, one cluster into SQLite at the same\ntotal rate"
+	if b.fleetOnly {
+		beside = ""
+	}
+	fmt.Printf("on this machine, on a unix socket, with %s)%s. The writers, the tailers and the server share the %d cores. Lag is from a line's write to its\n",
+		strings.Join(pgSettings, ", "), beside, runtime.NumCPU())
+	fmt.Printf("commit; the tailers' CPU is this process's (their stores' clients and reconstruct runs), the writers' their\n")
+	fmt.Printf("processes', the server's its processes' (the postmaster and every backend, from /proc), each over the events\n")
+	fmt.Printf("committed. Two cores give 2 s of CPU a second: the three columns' sum bounds what a fleet can store here.\n\n")
+	fmt.Printf("| target | clusters | write rate | events | duration | committed/s | lag p50 | lag p99 | lag max | tailer CPU/event | writer CPU/event | server CPU/event |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(t target, clusters, rate, events int) error {
 		res, err := b.measure(t, clusters, rate, events, false)
 		if err != nil {
@@ -288,7 +298,7 @@ func (b *bench) fleet(n int, rateList string) error {
 			}
 		}
 		fmt.Printf("| %s | %d | %s |", t.name, clusters, label)
-		res.cells()
+		res.cells(true)
 		return nil
 	}
 	if err := row(pg, n, 0, b.events/n); err != nil {
@@ -379,6 +389,9 @@ type cpidStore struct {
 type target struct {
 	name string
 	open func(ctx context.Context, dir string) (*cpidStore, error)
+	// serverCPU, when not nil, is the CPU time a server of the target
+	// (PostgreSQL) has used so far.
+	serverCPU func() (time.Duration, error)
 }
 
 // sqliteOpts are the options of the SQLite databases' opens: cpid.Native
@@ -401,6 +414,7 @@ type result struct {
 	noLag   bool          // a backlog: the events were written before the start
 	cpu     time.Duration // of this process: the tailers, their stores and reconstruct runs
 	wcpu    time.Duration // of the writer processes: rendering, writing, rotating, gzip
+	scpu    time.Duration // of the target's server (PostgreSQL), -1 when none or not known
 }
 
 // cpuTime is the CPU time the process used so far, user and system.
@@ -414,11 +428,13 @@ func cpuTime() time.Duration {
 
 func (r result) print(label string) {
 	fmt.Printf("| %s |", label)
-	r.cells()
+	r.cells(false)
 }
 
-// cells prints events, duration, committed/s and the lag quantiles.
-func (r result) cells() {
+// cells prints events, duration, committed/s, the lag quantiles and the
+// CPU an event (withServer: the server's too, "-" for a target without
+// one).
+func (r result) cells(withServer bool) {
 	slices.Sort(r.lags)
 	q := func(p float64) string {
 		if len(r.lags) == 0 {
@@ -430,8 +446,16 @@ func (r result) cells() {
 		q = func(float64) string { return "-" }
 	}
 	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(r.events) }
-	fmt.Printf(" %d | %.1fs | %.0f | %s | %s | %s | %.0f µs | %.0f µs |\n", r.events, r.elapsed.Seconds(),
+	fmt.Printf(" %d | %.1fs | %.0f | %s | %s | %s | %.0f µs | %.0f µs |", r.events, r.elapsed.Seconds(),
 		float64(r.events)/r.elapsed.Seconds(), q(0.50), q(0.99), q(1), perEvent(r.cpu), perEvent(r.wcpu))
+	if withServer {
+		if r.scpu < 0 {
+			fmt.Printf(" - |")
+		} else {
+			fmt.Printf(" %.0f µs |", perEvent(r.scpu))
+		}
+	}
+	fmt.Println()
 }
 
 // lagSink stores batches and records each event's lag at commit; one sink
@@ -554,7 +578,17 @@ func (b *bench) measure(t target, clusters, rate, n int, backlog bool) (result, 
 		// its commits "store", its reconstruct runs "reconstruct".
 		go pprof.Do(ctx, pprof.Labels("part", "tailer"), func(ctx context.Context) { tailErr <- tl.Run(ctx) })
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	scpu := func() time.Duration {
+		if t.serverCPU == nil {
+			return -1
+		}
+		d, err := t.serverCPU()
+		if err != nil {
+			return -1
+		}
+		return d
+	}
+	start, cpu0, scpu0 := time.Now(), cpuTime(), scpu()
 	label := fmt.Sprintf("%s, %d cluster(s), %d events each at %d/s", t.name, clusters, n, rate)
 	if backlog {
 		label = fmt.Sprintf("%s, %d cluster(s), a backlog of %d events each", t.name, clusters, n)
@@ -576,7 +610,11 @@ func (b *bench) measure(t target, clusters, rate, n int, backlog bool) (result, 
 		defer sink.mu.Unlock()
 		return result{}, fmt.Errorf("only %d of %d events committed", sink.n, n*clusters)
 	}
-	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	elapsed, cpu, scpu1 := time.Since(start), cpuTime()-cpu0, scpu()
+	server := time.Duration(-1)
+	if scpu0 >= 0 && scpu1 >= 0 {
+		server = scpu1 - scpu0
+	}
 	cancel()
 	for range clusters {
 		if err := <-tailErr; err != nil {
@@ -594,7 +632,7 @@ func (b *bench) measure(t target, clusters, rate, n int, backlog bool) (result, 
 		wcpu += d
 		ws[c] = nil
 	}
-	return result{events: n * clusters, elapsed: elapsed, lags: sink.lags, noLag: backlog, cpu: cpu, wcpu: wcpu}, nil
+	return result{events: n * clusters, elapsed: elapsed, lags: sink.lags, noLag: backlog, cpu: cpu, wcpu: wcpu, scpu: server}, nil
 }
 
 // rotated says what happens to the rotated backups.

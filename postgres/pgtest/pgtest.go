@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -249,6 +250,66 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// CPU is the CPU time (user and system) the server has used since it
+// started: that of the process started and of its descendants, running
+// or exited (those a parent waited for count in its children's time: the
+// backends of closed connections in the postmaster's). Read from /proc:
+// an error elsewhere. Benchmarks read it before and after a measurement
+// (cmd/tailbench: the server's CPU an event a fleet stores).
+func (s *Server) CPU() (time.Duration, error) {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0, fmt.Errorf("pgtest: no server running")
+	}
+	// A parent is read before its children: a child that exits after
+	// the parent was read and before it is would be in neither, so the
+	// whole tree is read again then (a backend whose connection just
+	// closed).
+	for range 100 {
+		total, err := treeTicks(s.cmd.Process.Pid)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		// USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
+		return time.Duration(total) * (time.Second / 100), nil
+	}
+	return 0, fmt.Errorf("pgtest: the server's processes changed at every read")
+}
+
+// treeTicks is the CPU time of process pid, its children that it waited
+// for and its living descendants, in clock ticks; fs.ErrNotExist when
+// one of them exited while it read.
+func treeTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// After "pid (comm) ": state is field 3; utime stime cutime cstime
+	// are fields 14 to 17.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 15 {
+		return 0, fmt.Errorf("pgtest: /proc/%d/stat: %d fields", pid, len(f))
+	}
+	var sum int64
+	for _, x := range f[11:15] {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("pgtest: /proc/%d/stat: %w", pid, err)
+		}
+		sum += v
+	}
+	for _, kid := range children(pid) {
+		t, err := treeTicks(kid)
+		if err != nil {
+			return 0, err
+		}
+		sum += t
+	}
+	return sum, nil
 }
 
 // running reports whether process pid exists and is not a zombie.
