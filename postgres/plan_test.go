@@ -40,6 +40,7 @@ func TestReadPaths(t *testing.T) {
 		{"FilterGate", testFilterGate},
 		{"HistoryChangesByID", testHistoryChangesByID},
 		{"IDsNearOnce", testIDsNearOnce},
+		{"FilterCountIndexOnly", testFilterCountIndexOnly},
 		{"HistoryLimitFirst", testHistoryLimitFirst},
 		{"CPIDsIndexUsed", testCPIDsIndexUsed},
 		{"BodiesWhenNeeded", testBodiesWhenNeeded},
@@ -276,6 +277,37 @@ func testIDsNearOnce(t *testing.T, s *Store) {
 	})
 	if len(ids) < 5 || seeks != 2*len(ids) {
 		t.Errorf("the neighbours of %d ids: %d seeks of cpid_ids, want %d\n%s", len(ids), seeks, 2*len(ids), out)
+	}
+}
+
+// testFilterCountIndexOnly: a filter's count, with ChangeCount's
+// settings (countSettings), reads the changes from changes_search alone,
+// never the table: on the fixture's few changes, as on ten million
+// events, PostgreSQL would read the table otherwise. (A cluster's view
+// reads its changes by cluster, changes_cluster or changes_trigger.)
+func testFilterCountIndexOnly(t *testing.T, s *Store) {
+	ctx := context.Background()
+	for _, cluster := range []string{""} {
+		where, args := s.InCluster(cluster).filter(cpid.ChangeQuery{Filter: "n"})
+		var plan []string
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, countSettings); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, `EXPLAIN SELECT count(*) FROM changes c `+where, args...)
+			if err != nil {
+				return err
+			}
+			plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := strings.Join(plan, "\n")
+		if !strings.Contains(p, "Index Only Scan using changes_search on changes c") || strings.Contains(p, "Seq Scan on changes") {
+			t.Errorf("the count of a filter, cluster %q: plan:\n%s\nwant an index-only scan of changes_search", cluster, p)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ var _ cpid.ChangeReader = (*Store)(nil)
 type reader interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // snapshot runs fn in one read-only REPEATABLE READ transaction, so that
@@ -234,13 +235,31 @@ func (r reads) ChangePage(ctx context.Context, q cpid.ChangeQuery) ([]string, er
 		where, changeOrders[q.Sort], len(args)-1, len(args)), args...)
 }
 
-// ChangeCount counts the changes q's filters keep.
+// ChangeCount counts the changes q's filters keep. A filter's count
+// reads the changes from the index changes_search alone, in a transaction
+// of its own with sequential scans off (countSettings): PostgreSQL costs
+// the index's pages as random reads and read the table instead, every
+// column of every change to test the text of each (37-68 ms against 18
+// for 56,818 changes, the count of "n" at ten million events, each key
+// typed in the terminal UI's filter).
 func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error) {
 	where, args := r.s.filter(q)
 	var n int
-	err := r.db.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n)
+	count := func(db reader) error { return db.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n) }
+	if q.Filter == "" {
+		return n, count(r.db)
+	}
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, countSettings); err != nil {
+			return err
+		}
+		return count(tx)
+	})
 	return n, err
 }
+
+// countSettings are the planner's settings of a filter's count.
+const countSettings = `SET LOCAL enable_seqscan = off`
 
 // body is the stored response body of event id, read only where the
 // query's CASE needs it (a kind of a custom resource): a subquery in the
