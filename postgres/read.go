@@ -245,7 +245,9 @@ func (r reads) ChangePage(ctx context.Context, q cpid.ChangeQuery) ([]string, er
 func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error) {
 	where, args := r.s.filter(q)
 	var n int
-	count := func(db reader) error { return db.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n) }
+	count := func(db reader) error {
+		return db.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n)
+	}
 	if q.Filter == "" {
 		return n, count(r.db)
 	}
