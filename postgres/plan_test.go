@@ -41,6 +41,7 @@ func TestReadPaths(t *testing.T) {
 		{"HistoryChangesByID", testHistoryChangesByID},
 		{"IDsNearOnce", testIDsNearOnce},
 		{"FilterCountIndexOnly", testFilterCountIndexOnly},
+		{"ChangeOrdersIndexed", testChangeOrdersIndexed},
 		{"HistoryLimitFirst", testHistoryLimitFirst},
 		{"CPIDsIndexUsed", testCPIDsIndexUsed},
 		{"BodiesWhenNeeded", testBodiesWhenNeeded},
@@ -307,6 +308,21 @@ func testFilterCountIndexOnly(t *testing.T, s *Store) {
 		p := strings.Join(plan, "\n")
 		if !strings.Contains(p, "Index Only Scan using changes_search on changes c") || strings.Contains(p, "Seq Scan on changes") {
 			t.Errorf("the count of a filter, cluster %q: plan:\n%s\nwant an index-only scan of changes_search", cluster, p)
+		}
+	}
+}
+
+// testChangeOrdersIndexed: a page of changes in each order, the first
+// and one far in, is read from an index in that order (migration 0017),
+// not sorted from every change.
+func testChangeOrdersIndexed(t *testing.T, s *Store) {
+	want := map[string]string{"time": "changes_time", "duration": "changes_duration", "size": "changes_size"}
+	for _, sort := range cpid.ChangeSorts {
+		for _, offset := range []int{0, 10} {
+			p := queryPlan(t, s, changePageSQL(sort, "", 0), 200, offset)
+			if !strings.Contains(p, "using "+want[sort]+" on changes c") || strings.Contains(p, "Sort") {
+				t.Errorf("a page by %s from %d: plan:\n%s\nwant %s, no sort", sort, offset, p, want[sort])
+			}
 		}
 	}
 }

@@ -230,9 +230,16 @@ var changeOrders = map[string]string{"time": "c.started_ns DESC", "duration": "(
 // alone.
 func (r reads) ChangePage(ctx context.Context, q cpid.ChangeQuery) ([]string, error) {
 	where, args := r.s.filter(q)
-	args = append(args, q.Limit, q.Offset)
-	return strs(ctx, r.db, fmt.Sprintf(`SELECT c.id FROM changes c %s ORDER BY %s, c.id COLLATE "C" LIMIT $%d OFFSET $%d`,
-		where, changeOrders[q.Sort], len(args)-1, len(args)), args...)
+	sql := changePageSQL(q.Sort, where, len(args))
+	return strs(ctx, r.db, sql, append(args, q.Limit, q.Offset)...)
+}
+
+// changePageSQL is ChangePage's query in an order (cpid.ChangeSorts) with
+// a WHERE clause of n arguments, then the limit and the offset. Each
+// order is an index (migration 0017).
+func changePageSQL(sort, where string, n int) string {
+	return fmt.Sprintf(`SELECT c.id FROM changes c %s ORDER BY %s, c.id COLLATE "C" LIMIT $%d OFFSET $%d`,
+		where, changeOrders[sort], n+1, n+2)
 }
 
 // ChangeCount counts the changes q's filters keep. A filter's count
