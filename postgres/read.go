@@ -507,16 +507,35 @@ func (s *Store) PodWrites(ctx context.Context, change string) ([]cpid.PodWrite, 
 // PodWriteRows reads the writes of the Pods that a change created
 // (cpid.RowReader).
 func (s *Store) PodWriteRows(ctx context.Context, change string, row func(cpid.RowScan) error) error {
-	return eachRow(ctx, s.pool, `WITH created AS (
-		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster FROM revisions r JOIN audit_events e ON e.id = r.event_id
+	return eachRow(ctx, s.pool, podWritesSQL(change), []any{change}, row)
+}
+
+// podWritesSQL is PodWriteRows' query ($1 the change, "" for all). The
+// change's start and each write's body are subqueries, not joins: the
+// planner searched the orders of seven tables (the view audit_bodies is
+// two), 9.4 ms of a command's 18.6 in the server on ten million events
+// (a new backend, its catalogs read), 2.8 ms planned again against 0.7.
+// For one change, the Pods it created are found first (MATERIALIZED, by
+// revisions_change), then each Pod's writes by revisions_object.
+func podWritesSQL(change string) string {
+	created := `WITH created AS (`
+	if change != "" {
+		created = `WITH created AS MATERIALIZED (`
+	}
+	return created + `
+		SELECT r.namespace, r.name, r.change_id, r.stage_ns, r.cluster,
+		  (SELECT ch.started_ns FROM changes ch WHERE ch.id = r.change_id) AS started_ns
+		FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		WHERE r.resource = 'pods' AND r.api_group = '' AND e.verb = 'create' AND e.subresource = '' AND r.attempt = 0
 		  AND r.change_id IS NOT NULL AND ($1 = '' OR r.change_id = $1))
-		SELECT c.change_id, ch.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns, COALESCE(b.response_object, '')
-		FROM created c JOIN changes ch ON ch.id = c.change_id
+		SELECT c.change_id, c.started_ns, c.namespace, c.name, e.verb, e.subresource, e.stage_ns,
+		  COALESCE((SELECT b.response_object FROM audit_bodies b WHERE b.event_id = r.event_id), '')
+		FROM created c
 		JOIN revisions r ON r.resource = 'pods' AND r.api_group = '' AND r.namespace = c.namespace AND r.name = c.name
 		  AND r.cluster = c.cluster AND r.stage_ns >= c.stage_ns AND r.attempt = 0
-		JOIN audit_events e ON e.id = r.event_id LEFT JOIN audit_bodies b ON b.event_id = r.event_id
-		ORDER BY e.stage_ns, e.id`, []any{change}, row)
+		JOIN audit_events e ON e.id = r.event_id
+		WHERE c.started_ns IS NOT NULL
+		ORDER BY e.stage_ns, e.id`
 }
 
 // Hops returns the hop latencies of every explained write of a change (all
