@@ -55,11 +55,44 @@ func NewerSchemaError(have, know int) error {
 	return fmt.Errorf("database has schema version %d, newer than this cpid-tui knows (%d): upgrade cpid-tui", have, know)
 }
 
+// CheckNames fails when a migration recorded in schema_migrations (applied:
+// version to name) is not this program's of that version: another build
+// of cpid-tui (a branch's, one from before a migration was renumbered)
+// applied a different change under the same number, so the schema is not
+// the one this program's migrations make, and migrating on would skip
+// this program's. Versions past the newest of ms are not checked here:
+// NewerSchemaError says what to do about those.
+func CheckNames(ms []Migration, applied map[int]string) error {
+	latest := ms[len(ms)-1].Version
+	byVersion := make(map[int]string, len(ms))
+	for _, m := range ms {
+		byVersion[m.Version] = m.Name
+	}
+	var bad []int
+	for v := range applied {
+		if v <= latest && applied[v] != byVersion[v] {
+			bad = append(bad, v)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Ints(bad)
+	v := bad[0]
+	mine := byVersion[v]
+	if mine == "" {
+		mine = "no migration of that version"
+	}
+	return fmt.Errorf("schema_migrations holds version %d as %s, where this cpid-tui has %s (%d such versions): "+
+		"another build of cpid-tui migrated this database; open it with that build, or ingest the logs into a new database with this one",
+		v, applied[v], mine, len(bad))
+}
+
 // CheckSchema is what a reader checks before it reads a database it must
-// not migrate: applied (the versions in schema_migrations) must hold every
-// migration of ms, no more. The error says which version is needed and how
-// to get it.
-func CheckSchema(ms []Migration, applied map[int]bool) error {
+// not migrate: applied (the versions in schema_migrations, with their
+// names) must hold every migration of ms, no more, each by its name
+// (CheckNames). The error says which version is needed and how to get it.
+func CheckSchema(ms []Migration, applied map[int]string) error {
 	latest := ms[len(ms)-1].Version
 	if len(applied) == 0 {
 		return fmt.Errorf("no cpid schema in it (cpid-tui ingest creates one)")
@@ -71,9 +104,12 @@ func CheckSchema(ms []Migration, applied map[int]bool) error {
 	if have > latest {
 		return NewerSchemaError(have, latest)
 	}
+	if err := CheckNames(ms, applied); err != nil {
+		return err
+	}
 	var missing []string
 	for _, m := range ms {
-		if !applied[m.Version] {
+		if _, ok := applied[m.Version]; !ok {
 			missing = append(missing, m.Name)
 		}
 	}

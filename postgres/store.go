@@ -107,22 +107,28 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	return cpid.CheckSchema(ms, applied)
 }
 
-// applied returns the versions recorded in schema_migrations, none when the
-// table does not exist (undefined_table): one statement, a round trip at
-// every open, where asking first whether the table exists made two.
-func (s *Store) applied(ctx context.Context) (map[int]bool, error) {
+// applied returns the versions recorded in schema_migrations with their
+// names (migration files), none when the table does not exist
+// (undefined_table): one statement, a round trip at every open, where
+// asking first whether the table exists made two.
+func (s *Store) applied(ctx context.Context) (map[int]string, error) {
 	var vs []int64
-	err := s.pool.QueryRow(ctx, `SELECT COALESCE(array_agg(version), '{}') FROM schema_migrations`).Scan(&vs)
+	var names []string
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(array_agg(version ORDER BY version), '{}'), COALESCE(array_agg(name ORDER BY version), '{}')
+		FROM schema_migrations`).Scan(&vs, &names)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42P01" {
-		return map[int]bool{}, nil
+		return map[int]string{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	applied := make(map[int]bool, len(vs))
-	for _, v := range vs {
-		applied[int(v)] = true
+	if len(vs) != len(names) {
+		return nil, fmt.Errorf("schema_migrations: %d versions, %d names", len(vs), len(names))
+	}
+	applied := make(map[int]string, len(vs))
+	for i, v := range vs {
+		applied[int(v)] = names[i]
 	}
 	return applied, nil
 }
@@ -257,7 +263,7 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 
 // allApplied reports whether every migration of ms up to version upTo is
 // in applied; a schema newer than ms is an error, as migrating finds it.
-func allApplied(ms []cpid.Migration, applied map[int]bool, upTo int) (bool, error) {
+func allApplied(ms []cpid.Migration, applied map[int]string, upTo int) (bool, error) {
 	latest, newest := ms[len(ms)-1].Version, 0
 	for v := range applied {
 		newest = max(newest, v)
@@ -265,8 +271,11 @@ func allApplied(ms []cpid.Migration, applied map[int]bool, upTo int) (bool, erro
 	if newest > latest {
 		return false, cpid.NewerSchemaError(newest, latest)
 	}
+	if err := cpid.CheckNames(ms, applied); err != nil {
+		return false, err
+	}
 	for _, m := range ms {
-		if m.Version <= upTo && !applied[m.Version] {
+		if _, done := applied[m.Version]; m.Version <= upTo && !done {
 			return false, nil
 		}
 	}

@@ -153,6 +153,38 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+// TestOtherBuildsMigrationRefused: a database whose schema_migrations
+// holds a version under another name than this build's, or a version this
+// build has none of (0006: there is no PostgreSQL migration of that
+// number), was migrated by another build of cpid-tui: a writer and a
+// reader refuse it, and say what to do.
+func TestOtherBuildsMigrationRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct{ change, want string }{
+		{`UPDATE schema_migrations SET name = '0010_a_branch.sql' WHERE version = 10`,
+			"version 10 as 0010_a_branch.sql, where this cpid-tui has 0010_change_search.sql"},
+		{`INSERT INTO schema_migrations VALUES (6, '0006_a_branch.sql', 0)`,
+			"version 6 as 0006_a_branch.sql, where this cpid-tui has no migration of that version"},
+	} {
+		dsn := pgtest.NewDatabase(t)
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.pool.Exec(ctx, c.change); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		for _, opts := range [][]cpid.OpenOption{nil, {cpid.ReadOnly()}} {
+			_, err := Open(ctx, dsn, opts...)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "another build of cpid-tui migrated this database") {
+				t.Errorf("%s; Open %v: %v", c.change, opts, err)
+			}
+		}
+	}
+}
+
 // TestIsDown: the errors of a server that went away (its connection closed
 // under a query, a connection refused) are IsDown and said in words; an
 // error about the request itself, or a database that does not exist, is

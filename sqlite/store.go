@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -254,21 +253,34 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
 		return err
 	}
-	applied := map[int]bool{}
+	applied := map[int]string{}
 	if n > 0 {
-		vs, err := column(ctx, s.r, `SELECT version FROM schema_migrations`)
-		if err != nil {
+		if applied, err = appliedMigrations(ctx, s.r); err != nil {
 			return err
-		}
-		for _, v := range vs {
-			i, err := strconv.Atoi(v)
-			if err != nil {
-				return fmt.Errorf("schema_migrations: version %q", v)
-			}
-			applied[i] = true
 		}
 	}
 	return cpid.CheckSchema(ms, applied)
+}
+
+// appliedMigrations reads schema_migrations: each version's name.
+func appliedMigrations(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) (map[int]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT version, name FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	applied := map[int]string{}
+	for rows.Next() {
+		var v int
+		var name string
+		if err := rows.Scan(&v, &name); err != nil {
+			return nil, fmt.Errorf("schema_migrations: %w", err)
+		}
+		applied[v] = name
+	}
+	return applied, rows.Err()
 }
 
 // oneConn makes db one connection, kept open for good: the writer's
@@ -387,20 +399,8 @@ func (s *Store) applyMigrations(ctx context.Context, ms []cpid.Migration, upTo i
 	if err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	applied := map[int]bool{}
-	rows, err := s.w.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	applied, err := appliedMigrations(ctx, s.w)
 	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return err
-		}
-		applied[v] = true
-	}
-	if err := rows.Close(); err != nil {
 		return err
 	}
 	latest := ms[len(ms)-1].Version
@@ -409,9 +409,13 @@ func (s *Store) applyMigrations(ctx context.Context, ms []cpid.Migration, upTo i
 			return cpid.NewerSchemaError(v, latest)
 		}
 	}
+	if err := cpid.CheckNames(ms, applied); err != nil {
+		return err
+	}
 	pending := false
 	for _, m := range ms {
-		pending = pending || !applied[m.Version] && m.Version <= upTo
+		_, done := applied[m.Version]
+		pending = pending || !done && m.Version <= upTo
 	}
 	// Only a database that holds records is upgraded (and said so): one
 	// that another process is creating right now has a part of the schema
@@ -430,7 +434,7 @@ func (s *Store) applyMigrations(ctx context.Context, ms []cpid.Migration, upTo i
 		defer apply(context.WithoutCancel(ctx), s.w, writerSettings...)
 	}
 	for _, m := range ms {
-		if applied[m.Version] || m.Version > upTo {
+		if _, done := applied[m.Version]; done || m.Version > upTo {
 			continue
 		}
 		// Another process may be applying the same migration: the check

@@ -105,6 +105,32 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+// TestOtherBuildsMigrationRefused: a database whose schema_migrations
+// holds a version under another name than this build's migration of it
+// (another build of cpid-tui applied a different change as that number)
+// is refused by a writer, which would migrate on past it, and by a
+// reader, with what to do.
+func TestOtherBuildsMigrationRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cpid.db")
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, `UPDATE schema_migrations SET name = '0016_a_branch.sql' WHERE version = 16`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, opts := range [][]cpid.OpenOption{nil, {cpid.ReadOnly()}} {
+		_, err := Open(ctx, path, opts...)
+		if err == nil || !strings.Contains(err.Error(), "version 16 as 0016_a_branch.sql, where this cpid-tui has 0016_change_search.sql") ||
+			!strings.Contains(err.Error(), "another build of cpid-tui migrated this database") {
+			t.Errorf("Open %v of a database migrated by another build: %v", opts, err)
+		}
+	}
+}
+
 func TestWriteIdempotent(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
