@@ -70,21 +70,30 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 // filter is the WHERE clause of a changes listing: the view's cluster and
 // a ChangeQuery's filters, with its arguments numbered from $1.
 func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
-	var conds []string
-	var args []any
+	where, _, _, args := s.filterParts(q)
+	return where, args
+}
+
+// filterParts is filter's WHERE clause, the same without the conditions of
+// q.Filter (its gate and its condition; the other conditions' arguments
+// keep their numbers), the number of q.Filter's argument (0 for none), and
+// the arguments.
+func (s *Store) filterParts(q cpid.ChangeQuery) (where, others string, f int, args []any) {
+	var conds, rest []string
 	// add appends a condition whose %[1]d is its argument's number.
 	add := func(cond string, a any) {
 		args = append(args, a)
 		conds = append(conds, fmt.Sprintf(cond, len(args)))
+		rest = append(rest, conds[len(conds)-1])
 	}
 	if s.cluster != "" {
 		add(`c.cluster = $%[1]d`, s.cluster)
 	}
 	if q.Filter != "" {
 		args = append(args, q.Filter)
-		arg := len(args)
-		gate := filterGate(q.Filter, arg, &args)
-		conds = append(conds, gate, filterCond(q.Filter, arg, &args))
+		f = len(args)
+		gate := filterGate(q.Filter, f, &args)
+		conds = append(conds, gate, filterCond(q.Filter, f, &args))
 	}
 	if q.IDPrefix != "" {
 		add(`starts_with(c.id, $%[1]d)`, q.IDPrefix)
@@ -117,9 +126,12 @@ func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
 		add(`c.trigger = $%[1]d`, string(q.Trigger))
 	}
 	if len(conds) == 0 {
-		return "", nil
+		return "", "", 0, nil
 	}
-	return "WHERE " + strings.Join(conds, " AND "), args
+	if len(rest) > 0 {
+		others = "WHERE " + strings.Join(rest, " AND ")
+	}
+	return "WHERE " + strings.Join(conds, " AND "), others, f, args
 }
 
 // matching is the array of the distinct values of column col (name or
@@ -250,21 +262,35 @@ func changePageSQL(sort, where string, n int) string {
 // for 56,818 changes, the count of "n" at ten million events, each key
 // typed in the terminal UI's filter).
 func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error) {
-	where, args := r.s.filter(q)
 	var n int
-	count := func(db reader) error {
-		return db.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n)
-	}
 	if q.Filter == "" {
-		return n, count(r.db)
+		where, args := r.s.filter(q)
+		return n, r.db.QueryRow(ctx, `SELECT count(*) FROM changes c `+where, args...).Scan(&n)
 	}
+	query, args := r.s.changeCountSQL(q)
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, countSettings); err != nil {
 			return err
 		}
-		return count(tx)
+		return tx.QueryRow(ctx, query, args...).Scan(&n)
 	})
 	return n, err
+}
+
+// changeCountSQL is the count of the changes q keeps, q with a filter. A
+// filter that every value of one column of the changes holds (search_terms
+// by kind: every user, say, on ten million synthetic events, for "n") is
+// held by every change's own row: the changes that q's other conditions
+// keep are counted, from the smallest index (6-10 ms for 56,818), and the
+// text of none is read (13-26 ms for "n"). PostgreSQL runs the branch of
+// the CASE it takes only.
+func (s *Store) changeCountSQL(q cpid.ChangeQuery) (string, []any) {
+	where, others, f, args := s.filterParts(q)
+	return fmt.Sprintf(`SELECT CASE WHEN EXISTS (SELECT 1 FROM unnest('{namespace,name,resource,user,cluster}'::text[]) k
+			WHERE EXISTS (SELECT 1 FROM search_terms t WHERE t.kind = k)
+			  AND NOT EXISTS (SELECT 1 FROM search_terms t WHERE t.kind = k AND strpos(t.term, $%d) = 0))
+		THEN (SELECT count(*) FROM changes c %s)
+		ELSE (SELECT count(*) FROM changes c %s) END`, f, others, where), args
 }
 
 // countSettings are the planner's settings of a filter's count: no
