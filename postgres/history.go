@@ -19,7 +19,11 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 // (cpid.RowReader), in the view's cluster, or in every cluster for a view
 // of all.
 func (s *Store) ObjectMatches(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
-	rows, err := s.pool.Query(ctx, objectsSQL, q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster)
+	query, args := objectsSQL, []any{q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster}
+	if q.KeysOnly && q.Name != "" && len(q.Resources) == 1 {
+		query, args = objectKeysSQL, []any{q.Name, q.Resources[0], q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster}
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("objects named %s: %w", q.Name, err)
 	}
@@ -40,6 +44,24 @@ const objectsSQL = `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.na
 	  AND ($7 = '' OR r.cluster = $7)
 	GROUP BY r.resource, r.name, r.namespace, r.api_group, r.cluster
 	ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C", r.name COLLATE "C"`
+
+// objectKeysSQL is Objects' query for cpid.ObjectQuery.KeysOnly, a name
+// and one resource ($2; the other arguments as objectsSQL's): the objects
+// of that name, a seek of revisions_objects each (a skip from one to the
+// next, past the rest of its writes), their writes not counted (0). The
+// busiest Node of ten million events: 0.7 ms, against 22-32 ms to count
+// its 48,702 writes.
+const objectKeysSQL = `WITH RECURSIVE o AS (
+	  (SELECT r.namespace, r.api_group, r.cluster FROM revisions r
+	   WHERE r.resource = $2 AND r.name = $1 AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6) AND ($7 = '' OR r.cluster = $7)
+	   ORDER BY r.namespace, r.api_group, r.cluster LIMIT 1)
+	  UNION ALL
+	  SELECT x.* FROM o, LATERAL (SELECT r.namespace, r.api_group, r.cluster FROM revisions r
+	   WHERE r.resource = $2 AND r.name = $1 AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6) AND ($7 = '' OR r.cluster = $7)
+	     AND (r.namespace, r.api_group, r.cluster) > (o.namespace, o.api_group, o.cluster)
+	   ORDER BY r.namespace, r.api_group, r.cluster LIMIT 1) x)
+	SELECT o.cluster, o.api_group, $2::text, o.namespace, $1::text, 0, 0::bigint, 0::bigint FROM o
+	ORDER BY o.cluster COLLATE "C", o.api_group COLLATE "C", o.namespace COLLATE "C"`
 
 // ObjectHistory returns the writes of one object (cpid.ChangeReader,
 // through cpid.ReadService).

@@ -43,6 +43,7 @@ func TestReadPaths(t *testing.T) {
 		{"FilterCountIndexOnly", testFilterCountIndexOnly},
 		{"ChangeOrdersIndexed", testChangeOrdersIndexed},
 		{"SLIOneChange", testSLIOneChange},
+		{"ObjectKeysOnly", testObjectKeysOnly},
 		{"HistoryLimitFirst", testHistoryLimitFirst},
 		{"CPIDsIndexUsed", testCPIDsIndexUsed},
 		{"BodiesWhenNeeded", testBodiesWhenNeeded},
@@ -368,6 +369,77 @@ func testSLIOneChange(t *testing.T, s *Store) {
 	if !strings.Contains(p, "CTE Scan on created c") || !strings.Contains(p, "using revisions_change") ||
 		strings.Contains(p, "Left Join") || strings.Contains(p, "Join Filter") {
 		t.Errorf("SLI of %s: plan:\n%s\nwant the created Pods materialized, their writes joined, the rest in subqueries", change, p)
+	}
+}
+
+// testObjectKeysOnly: the objects a reference names without their writes
+// counted (cpid.ObjectQuery.KeysOnly) are those the counting query finds,
+// for every object of the fixture asked by name in every namespace and in
+// its own, of any group and of its group, in every view; and the busiest
+// object is found by a seek or two of revisions_objects, not by reading
+// its writes.
+func testObjectKeysOnly(t *testing.T, s *Store) {
+	ctx := context.Background()
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT cluster, api_group, resource, namespace, name FROM revisions`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[cpid.ObjectKey])
+	if err != nil || len(keys) < 10 {
+		t.Fatalf("%d objects, %v", len(keys), err)
+	}
+	for _, k := range keys {
+		for _, view := range []string{"", k.Cluster, "c"} {
+			v := s.InCluster(view)
+			for _, q := range []cpid.ObjectQuery{
+				{ResourceMatch: cpid.ResourceMatch{Resources: []string{k.Resource}, AnyGroup: true}, Name: k.Name, AllNamespaces: true},
+				{ResourceMatch: cpid.ResourceMatch{Resources: []string{k.Resource}, Group: k.Group}, Name: k.Name, Namespace: k.Namespace},
+				{ResourceMatch: cpid.ResourceMatch{Resources: []string{k.Resource}, Group: k.Group + "x"}, Name: k.Name, Namespace: k.Namespace},
+			} {
+				counted, err := v.ObjectMatches(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q.KeysOnly = true
+				found, err := v.ObjectMatches(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, got := make([]cpid.ObjectKey, len(counted)), make([]cpid.ObjectKey, len(found))
+				for i := range counted {
+					want[i] = counted[i].ObjectKey
+				}
+				for i := range found {
+					got[i] = found[i].ObjectKey
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("view %q, %+v: %v, want %v", view, q, got, want)
+				}
+			}
+		}
+	}
+	var k cpid.ObjectKey
+	var writes int
+	if err := s.pool.QueryRow(ctx, `SELECT api_group, resource, namespace, name, count(*) FROM revisions
+		GROUP BY api_group, resource, namespace, name ORDER BY count(*) DESC, name LIMIT 1`).Scan(&k.Group, &k.Resource, &k.Namespace, &k.Name, &writes); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+objectKeysSQL, k.Name, k.Resource, true, "", true, "", "").Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plan []struct{ Plan node }
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	plan[0].Plan.walk(func(n node) {
+		if n.Relation == "revisions" {
+			read += n.Rows * n.Loops
+		}
+	})
+	if writes < 20 || read > 2 {
+		t.Errorf("the objects named %s/%s (%d writes): %d writes read, want a seek each\n%s", k.Resource, k.Name, writes, read, out)
 	}
 }
 

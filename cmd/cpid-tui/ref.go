@@ -21,7 +21,9 @@ var errAmbiguous = errors.New("ambiguous")
 // "default" is never assumed: reading recorded logs, nothing says which
 // namespace the reader's kubeconfig would have chosen.
 func findObject(ctx context.Context, st cpid.ChangeReader, w io.Writer, ref cpid.ObjectRef, ns string) (cpid.ObjectMatch, error) {
-	q := cpid.ObjectQuery{ResourceMatch: ref.ResourceMatch, Name: ref.Name}
+	// Which objects the reference names, without their writes counted;
+	// counted when several are listed.
+	q := cpid.ObjectQuery{ResourceMatch: ref.ResourceMatch, Name: ref.Name, KeysOnly: true}
 	switch {
 	case ref.Scope == cpid.ScopeCluster:
 		if ns != "" {
@@ -40,6 +42,11 @@ func findObject(ctx context.Context, st cpid.ChangeReader, w io.Writer, ref cpid
 	case len(ms) == 1:
 		return ms[0], nil
 	case len(ms) > 1:
+		counted := q
+		counted.KeysOnly = false
+		if ms, err = st.Objects(ctx, counted); err != nil {
+			return cpid.ObjectMatch{}, err
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s names %d objects:", ref, len(ms))
 		fleet := ms[0].Cluster != ms[len(ms)-1].Cluster
