@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,7 +22,7 @@ func (s *Store) Objects(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectM
 func (s *Store) ObjectMatches(ctx context.Context, q cpid.ObjectQuery) ([]cpid.ObjectMatch, error) {
 	query, args := objectsSQL, []any{q.Name, q.Resources, q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster}
 	if q.KeysOnly && q.Name != "" && len(q.Resources) == 1 {
-		query, args = objectKeysSQL, []any{q.Name, q.Resources[0], q.AnyGroup, q.Group, q.AllNamespaces, q.Namespace, s.cluster}
+		query, args = s.objectKeysSQL(q)
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
@@ -46,22 +47,51 @@ const objectsSQL = `SELECT r.cluster, r.api_group, r.resource, r.namespace, r.na
 	ORDER BY r.cluster COLLATE "C", r.api_group COLLATE "C", r.resource COLLATE "C", r.namespace COLLATE "C", r.name COLLATE "C"`
 
 // objectKeysSQL is Objects' query for cpid.ObjectQuery.KeysOnly, a name
-// and one resource ($2; the other arguments as objectsSQL's): the objects
-// of that name, a seek of revisions_objects each (a skip from one to the
-// next, past the rest of its writes), their writes not counted (0). The
-// busiest Node of ten million events: 0.7 ms, against 22-32 ms to count
-// its 48,702 writes.
-const objectKeysSQL = `WITH RECURSIVE o AS (
-	  (SELECT r.namespace, r.api_group, r.cluster FROM revisions r
-	   WHERE r.resource = $2 AND r.name = $1 AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6) AND ($7 = '' OR r.cluster = $7)
-	   ORDER BY r.namespace, r.api_group, r.cluster LIMIT 1)
+// and one resource: the objects of that name, a seek of revisions_objects
+// each (a skip from one to the next, past the rest of its writes, over the
+// columns q leaves open: the namespace, the group, the cluster), their
+// writes not counted (0). The busiest Node of ten million events: 0.4 ms,
+// against 22-32 ms to count its 48,702 writes. The columns q fixes are
+// conditions of their own, out of the skip's row comparison: in it, the
+// index's scan started at the first write of the object and read them all
+// to the comparison's end (18 ms).
+func (s *Store) objectKeysSQL(q cpid.ObjectQuery) (string, []any) {
+	args := []any{q.Resources[0], q.Name}
+	conds := []string{`r.resource = $1`, `r.name = $2`}
+	var open []string
+	for _, c := range []struct {
+		col   string
+		fixed bool
+		value string
+	}{{"namespace", !q.AllNamespaces, q.Namespace}, {"api_group", !q.AnyGroup, q.Group}, {"cluster", s.cluster != "", s.cluster}} {
+		if c.fixed {
+			args = append(args, c.value)
+			conds = append(conds, fmt.Sprintf(`r.%s = $%d`, c.col, len(args)))
+		} else {
+			open = append(open, c.col)
+		}
+	}
+	where := strings.Join(conds, " AND ")
+	cols := `r.namespace, r.api_group, r.cluster`
+	first := `SELECT ` + cols + ` FROM revisions r WHERE ` + where + ` ORDER BY ` + cols + ` LIMIT 1`
+	if len(open) == 0 {
+		return `SELECT o.cluster, o.api_group, $1::text, o.namespace, $2::text, 0, 0::bigint, 0::bigint FROM (` + first + `) o`, args
+	}
+	row := func(t string) string {
+		out := make([]string, len(open))
+		for i, c := range open {
+			out[i] = t + "." + c
+		}
+		return "(" + strings.Join(out, ", ") + ")"
+	}
+	return `WITH RECURSIVE o AS (
+	  (` + first + `)
 	  UNION ALL
-	  SELECT x.* FROM o, LATERAL (SELECT r.namespace, r.api_group, r.cluster FROM revisions r
-	   WHERE r.resource = $2 AND r.name = $1 AND ($3 OR r.api_group = $4) AND ($5 OR r.namespace = $6) AND ($7 = '' OR r.cluster = $7)
-	     AND (r.namespace, r.api_group, r.cluster) > (o.namespace, o.api_group, o.cluster)
-	   ORDER BY r.namespace, r.api_group, r.cluster LIMIT 1) x)
-	SELECT o.cluster, o.api_group, $2::text, o.namespace, $1::text, 0, 0::bigint, 0::bigint FROM o
-	ORDER BY o.cluster COLLATE "C", o.api_group COLLATE "C", o.namespace COLLATE "C"`
+	  SELECT x.* FROM o, LATERAL (SELECT ` + cols + ` FROM revisions r WHERE ` + where + ` AND ` + row("r") + ` > ` + row("o") + `
+	   ORDER BY ` + cols + ` LIMIT 1) x)
+	SELECT o.cluster, o.api_group, $1::text, o.namespace, $2::text, 0, 0::bigint, 0::bigint FROM o
+	ORDER BY o.cluster COLLATE "C", o.api_group COLLATE "C", o.namespace COLLATE "C"`, args
+}
 
 // ObjectHistory returns the writes of one object (cpid.ChangeReader,
 // through cpid.ReadService).
