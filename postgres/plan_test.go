@@ -178,16 +178,9 @@ func testHistoryLimitFirst(t *testing.T, s *Store) {
 		t.Fatalf("the busiest object of the fixture has %d writes", writes)
 	}
 	q, args := s.historySQL(cpid.HistoryQuery{Object: k}, 2)
-	var out []byte
-	if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+q, args...).Scan(&out); err != nil {
-		t.Fatal(err)
-	}
-	var plan []struct{ Plan node }
-	if err := json.Unmarshal(out, &plan); err != nil {
-		t.Fatal(err)
-	}
+	plan, out := explainAnalyze(t, s, q, args...)
 	read := 0
-	plan[0].Plan.walk(func(n node) {
+	plan.walk(func(n node) {
 		if n.Relation == "audit_events" && n.Alias == "e" {
 			read += n.Rows * n.Loops
 		}
@@ -203,7 +196,6 @@ func testHistoryLimitFirst(t *testing.T, s *Store) {
 // changes is never run), where each read every change's text at each key;
 // one that a value holds reads them.
 func testFilterGate(t *testing.T, s *Store) {
-	ctx := context.Background()
 	// Every value of the changes' own rows is a term, as the triggers
 	// keep them through reconstruct's inserts and updates.
 	missing := rowsOf(t, s, `SELECT k || ' ' || v FROM changes c, LATERAL (VALUES ('namespace', lower(c.namespace)),
@@ -221,16 +213,9 @@ func testFilterGate(t *testing.T, s *Store) {
 			`SELECT count(*) FROM changes c ` + where,
 			`SELECT c.id FROM changes c ` + where + ` ORDER BY c.started_ns DESC, c.id COLLATE "C" LIMIT 200 OFFSET 0`,
 		} {
-			var out []byte
-			if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+q, args...).Scan(&out); err != nil {
-				t.Fatal(err)
-			}
-			var plan []struct{ Plan node }
-			if err := json.Unmarshal(out, &plan); err != nil {
-				t.Fatal(err)
-			}
+			plan, out := explainAnalyze(t, s, q, args...)
 			scans := 0
-			plan[0].Plan.walk(func(n node) {
+			plan.walk(func(n node) {
 				if n.Relation == "changes" && n.Alias == "c" {
 					scans += n.Loops
 				}
@@ -264,16 +249,9 @@ func testHistoryChangesByID(t *testing.T, s *Store) {
 // into the query that seeks them, ran each twice.
 func testIDsNearOnce(t *testing.T, s *Store) {
 	ids := rowsOf(t, s, `SELECT cpid FROM cpid_ids ORDER BY cpid LIMIT 7 OFFSET 1`)
-	var out []byte
-	if err := s.pool.QueryRow(context.Background(), `EXPLAIN (ANALYZE, FORMAT JSON) `+idsNearSQL, ids).Scan(&out); err != nil {
-		t.Fatal(err)
-	}
-	var plan []struct{ Plan node }
-	if err := json.Unmarshal(out, &plan); err != nil {
-		t.Fatal(err)
-	}
+	plan, out := explainAnalyze(t, s, idsNearSQL, ids)
 	seeks := 0
-	plan[0].Plan.walk(func(n node) {
+	plan.walk(func(n node) {
 		if n.Relation == "cpid_ids" {
 			seeks += n.Loops
 		}
@@ -435,16 +413,9 @@ func testObjectKeysOnly(t *testing.T, s *Store) {
 	} {
 		for _, view := range []string{"", cpid.DefaultCluster} {
 			query, args := s.InCluster(view).objectKeysSQL(q)
-			var out []byte
-			if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+query, args...).Scan(&out); err != nil {
-				t.Fatal(err)
-			}
-			var plan []struct{ Plan node }
-			if err := json.Unmarshal(out, &plan); err != nil {
-				t.Fatal(err)
-			}
+			plan, out := explainAnalyze(t, s, query, args...)
 			read, seeks := 0, 0
-			plan[0].Plan.walk(func(n node) {
+			plan.walk(func(n node) {
 				if n.Relation == "revisions" {
 					read += n.Rows * n.Loops
 					seeks += n.Loops
@@ -474,21 +445,13 @@ func testObjectKeysOnly(t *testing.T, s *Store) {
 // a subquery of the CASE that needs it), where joining the view
 // audit_bodies cut every row's body out of its block.
 func testBodiesWhenNeeded(t *testing.T, s *Store) {
-	ctx := context.Background()
 	ids := rowsOf(t, s, `SELECT id FROM changes WHERE resource IN (`+cpid.BuiltinResourcesSQL+`) ORDER BY started_ns DESC LIMIT 50`)
 	if len(ids) < 5 {
 		t.Fatalf("%d changes of built-in resources in the fixture", len(ids))
 	}
-	var out []byte
-	if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+changesByIDSQL, ids).Scan(&out); err != nil {
-		t.Fatal(err)
-	}
-	var plan []struct{ Plan node }
-	if err := json.Unmarshal(out, &plan); err != nil {
-		t.Fatal(err)
-	}
+	plan, out := explainAnalyze(t, s, changesByIDSQL, ids)
 	read := 0
-	plan[0].Plan.walk(func(n node) {
+	plan.walk(func(n node) {
 		if n.Relation == "body_blocks" {
 			read += n.Rows * n.Loops
 		}
@@ -496,6 +459,24 @@ func testBodiesWhenNeeded(t *testing.T, s *Store) {
 	if read != 0 {
 		t.Errorf("a page of %d changes of built-in resources read %d body blocks, want none\n%s", len(ids), read, out)
 	}
+}
+
+// explainAnalyze runs query with args under EXPLAIN (ANALYZE, FORMAT
+// JSON): the plan's root and the JSON, for a test's message.
+func explainAnalyze(t *testing.T, s *Store, query string, args ...any) (node, []byte) {
+	t.Helper()
+	var out []byte
+	if err := s.pool.QueryRow(context.Background(), `EXPLAIN (ANALYZE, FORMAT JSON) `+query, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plan []struct{ Plan node }
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) == 0 {
+		t.Fatalf("EXPLAIN gave no plan: %s", out)
+	}
+	return plan[0].Plan, out
 }
 
 // node is a node of EXPLAIN (FORMAT JSON).
