@@ -1,6 +1,9 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // readBatchRows is how many rows one call to C reads at most.
 const readBatchRows = 512
@@ -10,8 +13,10 @@ const readBatchRows = 512
 // batch on the caller's: the next batch is read in C while fn works on the
 // one before (the scan of the writes was a read of 1.8 s and as much work
 // on its rows, one after the other, in the way of the whole run). Batches
-// take turns in readAheadBatches buffers; a batch's values stay valid
-// until fn returns. An error of either ends both, and is returned.
+// take turns in readAheadBatches buffers, kept for the next read
+// (readBufs: a run reads its evidence in dozens of windows); a batch's
+// values stay valid until fn returns. An error of either ends both, and
+// is returned.
 func readAhead(ctx context.Context, ncol int, read func(out *rows) (last bool, err error), fn func(*rows) error) error {
 	type batch struct {
 		b    *rows
@@ -19,8 +24,18 @@ func readAhead(ctx context.Context, ncol int, read func(out *rows) (last bool, e
 		err  error
 	}
 	free, full := make(chan *rows, readAheadBatches), make(chan batch, readAheadBatches)
-	for range readAheadBatches {
-		free <- &rows{ncol: ncol, vals: make([]cval, readBatchRows*ncol), arena: make([]byte, 0, 1<<20)}
+	var bufs [readAheadBatches]*rows
+	for i := range bufs {
+		b, _ := readBufs.Get().(*rows)
+		if b == nil {
+			b = &rows{arena: make([]byte, 0, 1<<20)}
+		}
+		b.ncol = ncol
+		if cap(b.vals) < readBatchRows*ncol {
+			b.vals = make([]cval, readBatchRows*ncol)
+		}
+		bufs[i] = b
+		free <- b
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -48,6 +63,9 @@ func readAhead(ctx context.Context, ncol int, read func(out *rows) (last bool, e
 	defer func() {
 		close(stop)
 		<-done // the statement is the reader's until it returns
+		for _, b := range bufs {
+			readBufs.Put(b)
+		}
 	}()
 	for {
 		x := <-full
@@ -65,6 +83,9 @@ func readAhead(ctx context.Context, ncol int, read func(out *rows) (last bool, e
 		free <- x.b
 	}
 }
+
+// readBufs are the buffers of readAhead's batches between reads.
+var readBufs sync.Pool
 
 // readAheadBatches is how many batches readAhead has: one read while fn
 // works on another, and one more between.
