@@ -55,22 +55,30 @@ func NewerSchemaError(have, know int) error {
 	return fmt.Errorf("database has schema version %d, newer than this cpid-tui knows (%d): upgrade cpid-tui", have, know)
 }
 
-// CheckNames fails when a migration recorded in schema_migrations (applied:
-// version to name) is not this program's of that version: another build
-// of cpid-tui (a branch's, one from before a migration was renumbered)
-// applied a different change under the same number, so the schema is not
-// the one this program's migrations make, and migrating on would skip
-// this program's. Versions past the newest of ms are not checked here:
-// NewerSchemaError says what to do about those.
-func CheckNames(ms []Migration, applied map[int]string) error {
-	latest := ms[len(ms)-1].Version
+// CheckApplied fails when the migrations recorded in schema_migrations
+// (applied: version to name) are not a part of ms: a version past the
+// newest of ms (NewerSchemaError: a newer cpid-tui made the database), or
+// one whose name is not this program's migration of that version: another
+// build of cpid-tui (a branch's, one from before a migration was
+// renumbered) applied a different change under the same number, so the
+// schema is not the one this program's migrations make, and migrating on
+// would skip this program's. Readers (CheckSchema) and writers, before
+// they migrate, check it.
+func CheckApplied(ms []Migration, applied map[int]string) error {
+	latest, newest := ms[len(ms)-1].Version, 0
+	for v := range applied {
+		newest = max(newest, v)
+	}
+	if newest > latest {
+		return NewerSchemaError(newest, latest)
+	}
 	byVersion := make(map[int]string, len(ms))
 	for _, m := range ms {
 		byVersion[m.Version] = m.Name
 	}
 	var bad []int
-	for v := range applied {
-		if v <= latest && applied[v] != byVersion[v] {
+	for v, name := range applied {
+		if name != byVersion[v] {
 			bad = append(bad, v)
 		}
 	}
@@ -91,21 +99,18 @@ func CheckNames(ms []Migration, applied map[int]string) error {
 // CheckSchema is what a reader checks before it reads a database it must
 // not migrate: applied (the versions in schema_migrations, with their
 // names) must hold every migration of ms, no more, each by its name
-// (CheckNames). The error says which version is needed and how to get it.
+// (CheckApplied). The error says which version is needed and how to get it.
 func CheckSchema(ms []Migration, applied map[int]string) error {
 	latest := ms[len(ms)-1].Version
 	if len(applied) == 0 {
 		return fmt.Errorf("no cpid schema in it (cpid-tui ingest creates one)")
 	}
+	if err := CheckApplied(ms, applied); err != nil {
+		return err
+	}
 	have := 0
 	for v := range applied {
 		have = max(have, v)
-	}
-	if have > latest {
-		return NewerSchemaError(have, latest)
-	}
-	if err := CheckNames(ms, applied); err != nil {
-		return err
 	}
 	var missing []string
 	for _, m := range ms {

@@ -262,16 +262,10 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 }
 
 // allApplied reports whether every migration of ms up to version upTo is
-// in applied; a schema newer than ms is an error, as migrating finds it.
+// in applied; a schema newer than ms, or another build's, is an error
+// (cpid.CheckApplied), as migrating finds it.
 func allApplied(ms []cpid.Migration, applied map[int]string, upTo int) (bool, error) {
-	latest, newest := ms[len(ms)-1].Version, 0
-	for v := range applied {
-		newest = max(newest, v)
-	}
-	if newest > latest {
-		return false, cpid.NewerSchemaError(newest, latest)
-	}
-	if err := cpid.CheckNames(ms, applied); err != nil {
+	if err := cpid.CheckApplied(ms, applied); err != nil {
 		return false, err
 	}
 	for _, m := range ms {

@@ -54,7 +54,7 @@ func (a *aheadReader) get(afterNS, atNS int64) ([]cpid.Evidence, error) {
 		a.buf = append(a.buf, r.evs...)
 		a.hi = a.nextHi
 	}
-	if afterNS != a.lo || a.hi < a.lo {
+	if afterNS != a.lo {
 		a.buf, a.lo, a.hi = a.buf[:0], afterNS, afterNS
 	}
 	if a.hi < atNS {

@@ -403,13 +403,7 @@ func (s *Store) applyMigrations(ctx context.Context, ms []cpid.Migration, upTo i
 	if err != nil {
 		return err
 	}
-	latest := ms[len(ms)-1].Version
-	for v := range applied {
-		if v > latest {
-			return cpid.NewerSchemaError(v, latest)
-		}
-	}
-	if err := cpid.CheckNames(ms, applied); err != nil {
+	if err := cpid.CheckApplied(ms, applied); err != nil {
 		return err
 	}
 	pending := false

@@ -7,29 +7,27 @@
 -- trigger now takes cpid_ids' transaction advisory lock (0012, class
 -- "cpix") before it adds a term, so that a run holds no uncommitted term
 -- while it waits for another: runs that add terms queue, as those that
--- write the merge graph already do. A statement whose terms are all
--- there (committed) adds none and takes no lock: once a cluster's values
--- are known, its runs do not wait for each other here.
+-- write the merge graph already do. The values a statement's changes
+-- hold are listed once, those not there (committed) kept: a statement
+-- whose values are all there adds none and takes no lock, so that once a
+-- cluster's values are known its runs do not wait for each other here.
 CREATE OR REPLACE FUNCTION changes_search_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  kinds TEXT[];
+  terms TEXT[];
 BEGIN
-  PERFORM 1 FROM (
+  SELECT array_agg(kind ORDER BY kind, term), array_agg(term ORDER BY kind, term) INTO kinds, terms FROM (
       SELECT v.k AS kind, v.t AS term FROM new_changes n,
         LATERAL (VALUES ('namespace', lower(n.namespace)), ('name', lower(n.name)), ('resource', lower(n.resource)),
           ('user', lower(n."user")), ('cluster', lower(n.cluster))) v(k, t)
       UNION SELECT 'id', lower(n.id) FROM new_changes n WHERE lower(n.id) ~ '[^0-9a-f-]') x
-    WHERE NOT EXISTS (SELECT 1 FROM search_terms s WHERE s.kind = x.kind AND s.term = x.term)
-    LIMIT 1;
-  IF NOT FOUND THEN
+    WHERE NOT EXISTS (SELECT 1 FROM search_terms s WHERE s.kind = x.kind AND s.term = x.term);
+  IF kinds IS NULL THEN
     RETURN NULL;
   END IF;
   PERFORM pg_advisory_xact_lock(1668311416, 0);
   INSERT INTO search_terms(kind, term)
-    SELECT kind, term FROM (
-      SELECT v.k AS kind, v.t AS term FROM new_changes n,
-        LATERAL (VALUES ('namespace', lower(n.namespace)), ('name', lower(n.name)), ('resource', lower(n.resource)),
-          ('user', lower(n."user")), ('cluster', lower(n.cluster))) v(k, t)
-      UNION SELECT 'id', lower(n.id) FROM new_changes n WHERE lower(n.id) ~ '[^0-9a-f-]') x
-    ORDER BY kind, term
+    SELECT k, t FROM unnest(kinds, terms) u(k, t) ORDER BY k, t
     ON CONFLICT DO NOTHING;
   RETURN NULL;
 END $$;

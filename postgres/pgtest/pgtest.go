@@ -234,22 +234,68 @@ func (s *Server) kill() {
 
 // children are the processes whose parent is pid (from /proc).
 func children(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	procs, _ := readProcs() // one that exits meanwhile is not a child
 	var out []int
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
-			if kid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
-				out = append(out, kid)
-			}
+	for kid, p := range procs {
+		if p.ppid == pid {
+			out = append(out, kid)
 		}
 	}
 	return out
+}
+
+// proc is what /proc/PID/stat says of a process.
+type proc struct {
+	state string
+	ppid  int
+	// ticks is its CPU time and that of the children it waited for
+	// (utime, stime, cutime, cstime), in clock ticks.
+	ticks int64
+}
+
+// statOf parses /proc/PID/stat: pid (comm) state ppid ... (comm may hold
+// spaces and parentheses); utime stime cutime cstime are fields 14 to 17.
+func statOf(b []byte) (proc, error) {
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 15 {
+		return proc{}, fmt.Errorf("pgtest: stat of %d fields", len(f))
+	}
+	p := proc{state: f[0]}
+	var err error
+	if p.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return proc{}, fmt.Errorf("pgtest: stat: %w", err)
+	}
+	for _, x := range f[11:15] {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return proc{}, fmt.Errorf("pgtest: stat: %w", err)
+		}
+		p.ticks += v
+	}
+	return p, nil
+}
+
+// readProcs reads every process of /proc once; fs.ErrNotExist (with what
+// it read) when one of those listed exited before it was read.
+func readProcs() (map[int]proc, error) {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	out := make(map[int]proc, len(stats))
+	var gone error
+	for _, f := range stats {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			gone = fs.ErrNotExist
+			continue
+		}
+		if p, err := statOf(b); err == nil {
+			out[pid] = p
+		}
+	}
+	return out, gone
 }
 
 // CPU is the CPU time (user and system) the server has used since it
@@ -262,54 +308,32 @@ func (s *Server) CPU() (time.Duration, error) {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return 0, fmt.Errorf("pgtest: no server running")
 	}
-	// A parent is read before its children: a child that exits after
-	// the parent was read and before it is would be in neither, so the
-	// whole tree is read again then (a backend whose connection just
-	// closed).
+	// A process that exits while /proc is read may be in neither its own
+	// stat nor its parent's (a backend whose connection just closed):
+	// /proc is read again then.
 	for range 100 {
-		total, err := treeTicks(s.cmd.Process.Pid)
+		procs, err := readProcs()
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return 0, err
+		root, ok := procs[s.cmd.Process.Pid]
+		if !ok {
+			return 0, fmt.Errorf("pgtest: no process %d in /proc", s.cmd.Process.Pid)
+		}
+		kids := map[int][]int{}
+		for pid, p := range procs {
+			kids[p.ppid] = append(kids[p.ppid], pid)
+		}
+		total := root.ticks
+		for todo := kids[s.cmd.Process.Pid]; len(todo) > 0; {
+			pid := todo[len(todo)-1]
+			todo = append(todo[:len(todo)-1], kids[pid]...)
+			total += procs[pid].ticks
 		}
 		// USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
 		return time.Duration(total) * (time.Second / 100), nil
 	}
-	return 0, fmt.Errorf("pgtest: the server's processes changed at every read")
-}
-
-// treeTicks is the CPU time of process pid, its children that it waited
-// for and its living descendants, in clock ticks; fs.ErrNotExist when
-// one of them exited while it read.
-func treeTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// After "pid (comm) ": state is field 3; utime stime cutime cstime
-	// are fields 14 to 17.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 15 {
-		return 0, fmt.Errorf("pgtest: /proc/%d/stat: %d fields", pid, len(f))
-	}
-	var sum int64
-	for _, x := range f[11:15] {
-		v, err := strconv.ParseInt(x, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("pgtest: /proc/%d/stat: %w", pid, err)
-		}
-		sum += v
-	}
-	for _, kid := range children(pid) {
-		t, err := treeTicks(kid)
-		if err != nil {
-			return 0, err
-		}
-		sum += t
-	}
-	return sum, nil
+	return 0, fmt.Errorf("pgtest: the processes changed at every read of /proc")
 }
 
 // running reports whether process pid exists and is not a zombie.
@@ -318,8 +342,8 @@ func running(pid int) bool {
 	if err != nil {
 		return false
 	}
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
+	p, err := statOf(b)
+	return err == nil && p.state != "Z"
 }
 
 // Restart starts a killed server again on its data directory (it
