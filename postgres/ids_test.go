@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"math"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/cpid-dev/cpid"
@@ -13,7 +15,8 @@ import (
 // TestCPIDPrefixes: the ids' length from cpid_ids (CPIDPrefixes, a few
 // seeks) is the length counted from every CPID of the merge graph, for
 // the fixture's ids and for ids that are no CPID, before and after a
-// prune deleted some.
+// prune deleted some; and CPIDPrefixes' one statement reads what
+// cpid.ReadService's two read.
 func TestCPIDPrefixes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -30,13 +33,27 @@ func TestCPIDPrefixes(t *testing.T) {
 		if err != nil || len(all) < 3 {
 			t.Fatalf("%s: %d CPIDs, %v", when, len(all), err)
 		}
-		for _, listed := range [][]string{nil, all[:1], {all[len(all)/2], all[len(all)-1]}, {"0", "ffffffff-x", all[1][:5]}} {
-			got, err := cpid.IDLength(ctx, s, 1, listed...)
+		for _, listed := range [][]string{nil, all[:1], {all[len(all)/2], all[len(all)-1]}, {"0", "ffffffff-x", all[1][:5]},
+			{all[2], all[0], all[2], all[2]}} {
+			got, err := s.CPIDPrefixes(ctx, listed)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := cpid.UniqueLength(append(append([]string{}, all...), listed...), 1); got != want {
-				t.Errorf("%s: IDLength of %q: %d, want %d", when, listed, got, want)
+			want, err := cpid.ReadService{Rows: s}.CPIDPrefixes(ctx, listed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got.Near)
+			slices.Sort(want.Near)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: CPIDPrefixes of %q: %+v, want %+v", when, listed, got, want)
+			}
+			n, err := cpid.IDLength(ctx, s, 1, listed...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := cpid.UniqueLength(append(append([]string{}, all...), listed...), 1); n != want {
+				t.Errorf("%s: IDLength of %q: %d, want %d", when, listed, n, want)
 			}
 		}
 	}
