@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -36,42 +37,53 @@ func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
 // TestFilterIndexUsed: the terminal UI's filter, run at each key for the
 // count and the page, reads the changes through the narrow index
 // changes_search (migration 0012), the values of search_terms by kind,
-// once per query, and what a change's writes hold from its change_search
-// row, by its key (migration 0016), whatever the filter may name (a name
-// or writer, a verb, a code): never the writes, their events, or the
-// indexes of their names and writers (the filter before 0016,
-// writesFilterCond, read those and fails here). The gate, whether any
-// value holds the filter, comes before any change is read: the count is
-// the THEN of a CASE, the page's LIMIT 0 when it fails (a condition of
-// the WHERE clause was tested at each change, listed after their scan). A
-// filter holding change_search's separator reads each change's writes by
-// revisions_change. Storing a change's row reads its writes by
-// revisions_change too.
+// and what the changes' writes hold from the postings of those values
+// (change_terms, migration 0019), a range of its key each, once for the
+// query (a list, not a subquery run at each change), whatever the filter
+// may name (a name or writer, a verb, a code): never the writes, their
+// events, or the indexes of their names and writers (the filter before
+// 0016, writesFilterCond, read those and fails here), nor a change's
+// postings by the change (0016's change_search row of each change, by
+// its key, fails here). The gate, whether any value holds the filter,
+// comes before any change is read: the count is the THEN of a CASE, the
+// page's LIMIT 0 when it fails (a condition of the WHERE clause was
+// tested at each change, listed after their scan). Storing the postings
+// of some changes reads their writes by revisions_change.
 func TestFilterIndexUsed(t *testing.T) {
 	t.Parallel()
+	byChange := regexp.MustCompile(`CORRELATED SCALAR SUBQUERY [0-9]+; SEARCH p USING COVERING INDEX change_terms_change \(change=\? AND term=\?\)`)
 	s := openTest(t)
 	for _, cluster := range []string{"", "c"} {
 		v := s.InCluster(cluster)
-		// "web": no verb or code; "update": a verb; "409": a code.
-		for _, f := range []string{"web", "update", "409", "n"} {
+		// "web": no verb or code; "update": a verb; "409": a code;
+		// "a\x1fb": the separator of the changes' own texts (no gate:
+		// no value holds it, two columns of a change may).
+		for _, f := range []string{"web", "update", "409", "n", "a\x1fb"} {
 			cq, cargs := v.changeCountSQL(cpid.ChangeQuery{Filter: f})
 			pq, pargs := v.changePageSQL(cpid.ChangeQuery{Filter: f, Sort: "time", Limit: 50})
+			gated, kinds := f != "a\x1fb", 3
+			if !gated {
+				kinds = 1
+			}
 			for q, args := range map[string][]any{cq: cargs, pq: pargs} {
 				p := queryPlan(t, s, q, args...)
 				if cluster == "" && !strings.Contains(p, "INDEX changes_search") {
 					t.Errorf("filter %q: %s\nplan: %s\nwant changes_search", f, q, p)
 				}
-				// search_terms read once for the query (not correlated),
-				// a change's change_search row by its key.
-				if !strings.Contains(p, "SEARCH s USING INDEX sqlite_autoindex_change_search_1 (change_id=?)") ||
-					strings.Count(p, "change_search") != 1 || strings.Count(p, "CORRELATED") != 1 ||
-					strings.Count(p, "SEARCH search_terms USING PRIMARY KEY (kind=?") < 3 || strings.Contains(p, "SCAN search_terms") {
-					t.Errorf("filter %q, cluster %q: %s\nplan: %s\nwant search_terms by kind, once, and each change's change_search row by its key", f, cluster, q, p)
+				// search_terms by kind, once for the query (not
+				// correlated), and the postings of its values either
+				// by value, once (a list), or by change and value.
+				byKind := "SEARCH search_terms USING COVERING INDEX sqlite_autoindex_search_terms_1 (kind=?"
+				if !strings.Contains(p, "LIST SUBQUERY") || !strings.Contains(p, "SEARCH p USING PRIMARY KEY (term=?)") ||
+					strings.Count(p, "CORRELATED") != 1 ||
+					!byChange.MatchString(p) ||
+					strings.Count(p, byKind) < kinds || strings.Contains(p, "SCAN search_terms") || strings.Contains(p, "SCAN p") {
+					t.Errorf("filter %q, cluster %q: %s\nplan: %s\nwant search_terms by kind, once, and their postings by value or by change and value", f, cluster, q, p)
 				}
 				// The gate (the values of the changes' own rows) before
 				// the changes.
-				gate, scan := strings.Index(p, "SEARCH search_terms USING PRIMARY KEY (kind=?)"), strings.Index(p, " c USING ")
-				if gate < 0 || scan < 0 || gate > scan {
+				gate, scan := strings.Index(p, byKind), strings.Index(p, " c USING ")
+				if gated && (gate < 0 || scan < 0 || gate > scan) {
 					t.Errorf("filter %q, cluster %q: %s\nplan: %s\nwant the gate's values of search_terms read before the changes", f, cluster, q, p)
 				}
 				for _, no := range []string{"revisions", " r ", " e ", "audit_events"} {
@@ -82,15 +94,15 @@ func TestFilterIndexUsed(t *testing.T) {
 			}
 		}
 	}
-	where, args := s.changeFilter(cpid.ChangeQuery{Filter: "a\x1fb"})
-	p := queryPlan(t, s, `SELECT count(*) FROM changes c `+where, args...)
-	if !strings.Contains(p, "INDEX revisions_change (change_id=?)") || strings.Contains(p, "SCAN r") {
-		t.Errorf("filter with a separator, plan: %s\nwant each change's writes by revisions_change", p)
-	}
 	sel := fmt.Sprintf(searchSQL[2], `r.change_id IN `+inJSON)
-	p = queryPlan(t, s, sel[strings.Index(sel, "SELECT"):], `["x"]`)
+	p := queryPlan(t, s, sel[strings.Index(sel, "SELECT"):], `["x"]`)
 	if !strings.Contains(p, "INDEX revisions_change (change_id=?)") || strings.Contains(p, "SCAN r") || strings.Contains(p, "SCAN e") {
-		t.Errorf("change_search rows of some changes, plan: %s\nwant their writes by revisions_change", p)
+		t.Errorf("the postings of some changes, plan: %s\nwant their writes by revisions_change", p)
+	}
+	// A change's postings are deleted by their change (change_terms_change).
+	p = queryPlan(t, s, deleteTermsSQL+`(SELECT rowid FROM changes WHERE id IN `+inJSON+`)`, `["x"]`)
+	if !strings.Contains(p, "change_terms_change (change=?)") || strings.Contains(p, "SCAN change") {
+		t.Errorf("deleting the postings of some changes, plan: %s\nwant them by change_terms_change", p)
 	}
 }
 

@@ -313,6 +313,7 @@ var provisionalSQL = []string{
 	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE +cluster = ?2
 	   AND event_id IN (` + writesAfterSQL + `))`,
 	`DELETE FROM mergelogs WHERE +cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
+	deleteTermsSQL + `(SELECT rowid FROM changes WHERE started_ns > ?1 AND cluster = ?2)`,
 	`DELETE FROM changes WHERE started_ns > ?1 AND cluster = ?2`,
 	`DELETE FROM anomalies WHERE cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
 }

@@ -27,6 +27,8 @@ func resetReconstruction(ctx context.Context, tx *sql.Tx, cluster string) error 
 			_, err = tx.ExecContext(ctx, `DELETE FROM `+t)
 		case t == "mergelog_sources":
 			_, err = tx.ExecContext(ctx, `DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = ?)`, cluster)
+		case t == "change_terms":
+			_, err = tx.ExecContext(ctx, deleteTermsSQL+`(SELECT rowid FROM changes WHERE cluster = ?)`, cluster)
 		default:
 			_, err = tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE cluster = ?`, cluster)
 		}
@@ -61,8 +63,8 @@ type deriveTx struct {
 	// that of the triggers that keep cpid_ids (rebuilt at the end).
 	indexes, triggers []string
 	// stale are the changes whose writes an incremental run cleared
-	// (deleteProvisional): their change_search rows are stored again at
-	// the end, whether the run gives them writes again or not.
+	// (deleteProvisional): their postings are stored again at the end,
+	// whether the run gives them writes again or not.
 	stale []string
 }
 
@@ -92,11 +94,19 @@ var saverSQL = [...]string{
 const (
 	insertMergelogSQL = `INSERT OR IGNORE INTO mergelogs(cpid, ts_ns, service, origin, event_id, cluster) VALUES (?, ?, ?, ?, ?, ?)`
 	insertSourceSQL   = `INSERT INTO mergelog_sources(mergelog_id, pos, source_cpid) VALUES (?, ?, ?)`
-	insertChangeSQL   = `INSERT OR REPLACE INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
+	// A change stored again keeps its rowid (an upsert, not a replace):
+	// its postings (change_terms) name it by that.
+	insertChangeSQL = `INSERT INTO changes(id, event_id, started_ns, settled_ns, user, verb, api_group, resource,
 		subresource, namespace, name, writes, objects, cluster, trigger, trigger_detail, traceparent)
 		SELECT ?, id, ?, stage_ns, username, verb, api_group, resource, subresource,
 			CASE WHEN resource = 'namespaces' AND api_group = '' THEN '' ELSE namespace END, name, 0, 0, cluster, ?, ?, ?
-		FROM audit_events WHERE id = ?` // a Namespace is cluster-scoped (reconstruct.Event.Key)
+		FROM audit_events WHERE id = ?
+		ON CONFLICT (id) DO UPDATE SET event_id = excluded.event_id, started_ns = excluded.started_ns,
+			settled_ns = excluded.settled_ns, user = excluded.user, verb = excluded.verb, api_group = excluded.api_group,
+			resource = excluded.resource, subresource = excluded.subresource, namespace = excluded.namespace,
+			name = excluded.name, writes = excluded.writes, objects = excluded.objects, slowest_hop_ns = NULL,
+			slowest_hop_event_id = NULL, cluster = excluded.cluster, trigger = excluded.trigger,
+			trigger_detail = excluded.trigger_detail, traceparent = excluded.traceparent` // a Namespace is cluster-scoped (reconstruct.Event.Key)
 )
 
 // Derive opens the store of a reconstruct run (cpid.DerivedStore). A bulk
@@ -109,9 +119,10 @@ func (s *Store) Derive(ctx context.Context, m cpid.DeriveMode) (cpid.DeriveTx, e
 
 var _ cpid.DerivedStore = (*Store)(nil)
 
-// derivedTables are the tables reconstruct fills.
-var derivedTables = []string{"mergelog_sources", "mergelogs", "revisions", "changes", "anomalies", "controller_spans", "reconstruct_state",
-	"reconstruct_objects", "change_search"}
+// derivedTables are the tables reconstruct fills, change_terms before
+// changes (a cluster's postings are found by its changes).
+var derivedTables = []string{"mergelog_sources", "mergelogs", "revisions", "change_terms", "changes", "anomalies", "controller_spans",
+	"reconstruct_state", "reconstruct_objects"}
 
 // provisionalChangesSQL is the changes that deleteProvisional (?1 its
 // time, ?2 its cluster) deletes or takes writes from.
@@ -670,7 +681,7 @@ func (sv *deriveTx) Renumber(ctx context.Context, ps []cpid.Placed) error {
 }
 
 // Summarize sets the summaries of changes (cpid.DeriveTx); a change that
-// settled at 0 keeps its settled time. Their change_search rows are stored
+// settled at 0 keeps its settled time. Their postings are stored
 // again from their writes, but in a bulk load: Finish stores every
 // change's at once, when the indexes are back.
 func (sv *deriveTx) Summarize(ctx context.Context, cs []cpid.ChangeSummary) error {
@@ -745,11 +756,11 @@ func (sv *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 	}
 	if sv.bulk {
 		if err := fillSearch(ctx, sv.tx, sv.cluster); err != nil {
-			return fmt.Errorf("store the changes' search rows: %w", err)
+			return fmt.Errorf("store the postings of the changes: %w", err)
 		}
 	} else if len(sv.stale) > 0 {
 		if err := refreshSearch(ctx, sv.tx, jsonList(sv.stale)); err != nil {
-			return fmt.Errorf("store the search rows of changes redone: %w", err)
+			return fmt.Errorf("store the postings of the changes redone: %w", err)
 		}
 	}
 	for k, v := range w.Fields() {

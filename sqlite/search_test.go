@@ -129,14 +129,14 @@ func filtered(t *testing.T, s *Store, cond string, args []any) []string {
 	return ids
 }
 
-// TestFilterSameAsWrites: the filter read from change_search keeps
-// exactly the changes that the filter reading the writes kept, on a
-// dozen recorded fixtures (each its own cluster), for every printable
-// character, two-character and middle parts of every name, writer,
-// namespace, user, resource and verb, the codes, % and _, and filters
-// holding change_search's separator; both for a database reconstructed
-// in one run and in steps (incremental runs, whose rows refreshSearch
-// stores again as changes grow).
+// TestFilterSameAsWrites: the filter read from the postings of
+// change_terms keeps exactly the changes that the filter reading the
+// writes kept, on a dozen recorded fixtures (each its own cluster), for
+// every printable character, two-character and middle parts of every
+// name, writer, namespace, user, resource and verb, the codes, % and _,
+// and filters holding the separator of the changes' own texts; both for
+// a database reconstructed in one run and in steps (incremental runs,
+// whose postings refreshSearch stores again as changes grow).
 func TestFilterSameAsWrites(t *testing.T) {
 	t.Parallel()
 	for _, steps := range []int{0, 7} {
@@ -148,8 +148,8 @@ func TestFilterSameAsWrites(t *testing.T) {
 			}
 			s := ingestClusters(t, fixtures, steps)
 			var n int
-			if err := s.r.QueryRow(`SELECT count(*) FROM change_search`).Scan(&n); err != nil || n < 50 {
-				t.Fatalf("%d change_search rows (%v)", n, err)
+			if err := s.r.QueryRow(`SELECT count(DISTINCT change) FROM change_terms`).Scan(&n); err != nil || n < 50 {
+				t.Fatalf("postings of %d changes (%v)", n, err)
 			}
 			fs := filterSamples(t, s)
 			if len(fs) < 300 {
@@ -158,10 +158,17 @@ func TestFilterSameAsWrites(t *testing.T) {
 			matched, some := 0, 0
 			for _, f := range fs {
 				oc, oa := writesFilterCond(f)
-				nc, na := filterCond(f)
-				want, got := filtered(t, s, oc, oa), filtered(t, s, nc, na)
-				if !slices.Equal(got, want) {
-					t.Errorf("filter %q: %d changes, the writes' filter %d\ngot  %v\nwant %v", f, len(got), len(want), got, want)
+				want := filtered(t, s, oc, oa)
+				// Each way of reading the postings, whichever the
+				// filter would choose.
+				for _, own := range []string{"", "TRUE", "FALSE"} {
+					nc, na := filterCond(f)
+					if own != "" {
+						nc, na = filterCondBy(f, own, nil)
+					}
+					if got := filtered(t, s, nc, na); !slices.Equal(got, want) {
+						t.Errorf("filter %q (own %q): %d changes, the writes' filter %d\ngot  %v\nwant %v", f, own, len(got), len(want), got, want)
+					}
 				}
 				// The statements run, their gate before the changes:
 				// the same count and page.
@@ -179,7 +186,7 @@ func TestFilterSameAsWrites(t *testing.T) {
 					t.Errorf("filter %q: count %d and page %v, the writes' filter %d: %v", f, n, page, len(want), want)
 				}
 				// The filters that match on the writes alone, not on
-				// the change's own row, are what change_search decides.
+				// the change's own row, are what the postings decide.
 				own := filtered(t, s, `instr(`+searchText+`, ?) > 0`, []any{strings.ToLower(f)})
 				if len(want) > len(own) {
 					matched++
@@ -196,27 +203,32 @@ func TestFilterSameAsWrites(t *testing.T) {
 	}
 }
 
-// sortedSearch is change_search in order, each text of a row with its values
-// sorted, so that two dumps compare whatever order group_concat gave them.
+// sortedSearch is the postings of change_terms in order, a line per
+// change: its id, cluster and values (kind:term, sorted). It fails the
+// test if a posting names a change or a value that is not there (a
+// change deleted or stored again under another rowid left it behind).
 func sortedSearch(t *testing.T, s *Store) string {
 	t.Helper()
-	rows, err := s.r.Query(`SELECT change_id, cluster, names, writers, verbs, codes FROM change_search ORDER BY change_id`)
+	var dangling int
+	if err := s.r.QueryRow(`SELECT count(*) FROM change_terms WHERE change NOT IN (SELECT rowid FROM changes)
+		OR term NOT IN (SELECT rowid FROM search_terms)`).Scan(&dangling); err != nil || dangling > 0 {
+		t.Errorf("%d postings of no change or no value (%v)", dangling, err)
+	}
+	rows, err := s.r.Query(`SELECT c.id, c.cluster, group_concat(t.kind || ':' || t.term, char(31)) FROM change_terms p
+		JOIN changes c ON c.rowid = p.change JOIN search_terms t ON t.rowid = p.term GROUP BY c.id ORDER BY c.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var out strings.Builder
 	for rows.Next() {
-		var v [6]string
-		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
+		var id, cluster, terms string
+		if err := rows.Scan(&id, &cluster, &terms); err != nil {
 			t.Fatal(err)
 		}
-		for i := 2; i < 6; i++ {
-			parts := strings.Split(strings.Trim(v[i], "\x1f"), "\x1f")
-			slices.Sort(parts)
-			v[i] = strconv.Quote(strings.Join(parts, "|"))
-		}
-		fmt.Fprintln(&out, strings.Join(v[:], " "))
+		parts := strings.Split(terms, "\x1f")
+		slices.Sort(parts)
+		fmt.Fprintln(&out, id, cluster, strconv.Quote(strings.Join(parts, "|")))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -224,12 +236,12 @@ func sortedSearch(t *testing.T, s *Store) string {
 	return out.String()
 }
 
-// TestSearchRows: the change_search rows that incremental runs in steps
-// store (refreshSearch, as changes grow and provisional writes are
-// redone) are those a full rebuild in one transaction stores (fillSearch,
-// after the bulk load), those of a full rebuild in steps, and those that
-// migration 0016 stores for a database derived before it; a row holds each
-// name, writer, verb and code once.
+// TestSearchRows: the postings that incremental runs in steps store
+// (refreshSearch, as changes grow and provisional writes are redone) are
+// those a full rebuild in one transaction stores (fillSearch, after the
+// bulk load), those of a full rebuild in steps, and those that migration
+// 0019 stores for a database derived before it (by 0016, whose
+// change_search it replaces); none names a change or value that is gone.
 func TestSearchRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -252,22 +264,13 @@ func TestSearchRows(t *testing.T) {
 	steps := sortedSearch(t, s)
 	searchTerms(t, s)
 	if n := strings.Count(steps, "\n"); n < 5 {
-		t.Fatalf("%d change_search rows", n)
+		t.Fatalf("postings of %d changes", n)
 	}
-	// Every change with writes has its row, and a row's values are
-	// distinct.
+	// Every change with writes has postings: a name and a writer at least.
 	var missing int
-	if err := s.r.QueryRow(`SELECT count(*) FROM changes WHERE id IN (SELECT change_id FROM revisions) AND id NOT IN (SELECT change_id FROM change_search)`).Scan(&missing); err != nil || missing > 0 {
-		t.Errorf("%d changes with writes have no change_search row (%v)", missing, err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(steps), "\n") {
-		for _, q := range strings.Fields(line)[2:] {
-			v, _ := strconv.Unquote(q)
-			parts := strings.Split(v, "|")
-			if len(slices.Compact(slices.Clone(parts))) != len(parts) {
-				t.Errorf("values repeated in %s", line)
-			}
-		}
+	if err := s.r.QueryRow(`SELECT count(*) FROM changes WHERE id IN (SELECT change_id FROM revisions)
+		AND rowid NOT IN (SELECT change FROM change_terms)`).Scan(&missing); err != nil || missing > 0 {
+		t.Errorf("%d changes with writes have no postings (%v)", missing, err)
 	}
 	for _, o := range []reconstruct.Options{{Full: true}, {Full: true, StepRows: 7}} {
 		o.Family = ingest.Family
@@ -275,13 +278,18 @@ func TestSearchRows(t *testing.T) {
 			t.Fatalf("full rebuild: %v %+v", err, r)
 		}
 		if got := sortedSearch(t, s); got != steps {
-			t.Errorf("full rebuild (%d rows a step): change_search differs from the runs in steps:\n%s", o.StepRows, diffLines(steps, got))
+			t.Errorf("full rebuild (%d rows a step): the postings differ from the runs in steps:\n%s", o.StepRows, diffLines(steps, got))
 		}
 	}
-	// Migration 0016 again, on the rows derived.
+	// The database as migration 0018 left it (0016's change_search and
+	// search_terms, made from the rows derived), then 0019 on it.
 	terms := searchTerms(t, s)
-	for _, q := range []string{`DROP TABLE change_search`, `DROP TABLE search_terms`, `DROP TRIGGER changes_search_terms`,
-		`DROP TRIGGER changes_search_terms_update`, `DELETE FROM schema_migrations WHERE version = 16`} {
+	v16, err := migrationFS.ReadFile("migrations/0016_change_search.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE change_terms`, `DROP TABLE search_terms`, `DROP TRIGGER changes_search_terms`,
+		`DROP TRIGGER changes_search_terms_update`, string(v16), `DELETE FROM schema_migrations WHERE version = 19`} {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -290,10 +298,13 @@ func TestSearchRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := sortedSearch(t, s); got != steps {
-		t.Errorf("migration 0016: change_search differs from reconstruct's:\n%s", diffLines(steps, got))
+		t.Errorf("migration 0019: the postings differ from reconstruct's:\n%s", diffLines(steps, got))
 	}
 	if got := searchTerms(t, s); !slices.Equal(got, terms) {
-		t.Errorf("migration 0016: search_terms\n%q\nreconstruct's\n%q", got, terms)
+		t.Errorf("migration 0019: search_terms\n%q\nreconstruct's\n%q", got, terms)
+	}
+	if _, err := s.r.Exec(`SELECT 1 FROM change_search`); err == nil {
+		t.Error("migration 0019 left change_search")
 	}
 }
 
@@ -342,8 +353,8 @@ func diffLines(a, b string) string {
 // TestSearchRowsRedone: an incremental run redoes the writes received
 // after the last run's cutoff, deleting them and the changes started
 // after it first: a change that loses such a write, and a change deleted
-// that the run does not make again, lose their change_search rows
-// (deriveTx.stale), though the run gives neither a write.
+// that the run does not make again, lose their postings (deriveTx.stale,
+// provisionalSQL), though the run gives neither a write.
 func TestSearchRowsRedone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -370,7 +381,7 @@ func TestSearchRowsRedone(t *testing.T) {
 	}
 	// A write the next run redoes, given to a change of its own that
 	// started before the cutoff (kept), and a change started after it
-	// (deleted), each with its change_search row.
+	// (deleted), each with its postings.
 	err := s.r.QueryRow(`SELECT r.event_id, lower(r.name) FROM revisions r JOIN audit_events e ON e.id = r.event_id
 		WHERE r.stage_ns > ?1 AND e.received_ns > ?1 AND r.change_id IS NOT NULL ORDER BY r.event_id LIMIT 1`, cutoff).Scan(&event, &name)
 	if err != nil {
@@ -384,7 +395,7 @@ func TestSearchRowsRedone(t *testing.T) {
 			SELECT 'gone', event_id, ?1 + 1, ?1 + 1, user, verb, api_group, resource, subresource, namespace, name, 1, 1, cluster
 			FROM changes LIMIT 1`,
 		`UPDATE revisions SET change_id = 'moved' WHERE event_id = ?2`,
-		`INSERT INTO change_search(change_id, cluster, names, writers, verbs, codes) VALUES ('gone', 'default', 'x', 'x', 'x', '')`,
+		`INSERT INTO change_terms(term, change) SELECT (SELECT rowid FROM search_terms WHERE kind = 'w' LIMIT 1), rowid FROM changes WHERE id = 'gone'`,
 	} {
 		if _, err := s.w.ExecContext(ctx, q, cutoff, event); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -400,19 +411,74 @@ func TestSearchRowsRedone(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
+	// The postings of both by their rowids: those of a change deleted
+	// are not found by joining the changes.
+	var gone, moved int64
+	if err := s.r.QueryRow(`SELECT (SELECT rowid FROM changes WHERE id = 'gone'), (SELECT rowid FROM changes WHERE id = 'moved')`).Scan(&gone, &moved); err != nil {
+		t.Fatal(err)
+	}
 	rows := func() []string {
 		t.Helper()
-		ids, err := column(ctx, s.r, `SELECT change_id || ':' || names FROM change_search WHERE change_id IN ('moved', 'gone') ORDER BY 1`)
+		ids, err := column(ctx, s.r, `SELECT CASE p.change WHEN ?1 THEN 'gone' ELSE 'moved' END || ':' || t.kind || ':' || t.term
+			FROM change_terms p JOIN search_terms t ON t.rowid = p.term WHERE p.change IN (?1, ?2) ORDER BY 1`, gone, moved)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ids
 	}
-	if got := rows(); !slices.Equal(got, []string{"gone:x", "moved:" + name}) {
-		t.Fatalf("change_search rows before the run: %q", got)
+	if got := rows(); len(got) < 3 || !strings.HasPrefix(got[0], "gone:w:") || !slices.Contains(got, "moved:w:"+name) {
+		t.Fatalf("postings before the run: %q", got)
 	}
 	run("../fixtures/instrumented/bundle/audit/audit.log")
-	if got := rows(); len(got) > 0 {
-		t.Errorf("change_search rows of changes that lost their writes: %q", got)
+	// 'gone' is deleted with its postings; the run may give its rowid to
+	// a change it makes. 'moved' keeps its rowid and loses its postings.
+	var n int
+	if err := s.r.QueryRow(`SELECT count(*) FROM changes WHERE id = 'gone'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d changes 'gone' (%v)", n, err)
+	}
+	if got := rows(); slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, "moved:") }) {
+		t.Errorf("postings of a change that lost its writes: %q", got)
+	}
+	// Every posting is that of a full rebuild.
+	after := sortedSearch(t, s)
+	if _, err := reconstruct.Run(ctx, s, reconstruct.Options{Full: true, Family: ingest.Family}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedSearch(t, s); got != after {
+		t.Errorf("the postings of the incremental run differ from a full rebuild's:\n%s", diffLines(got, after))
+	}
+}
+
+// TestChangeStoredAgainKeepsRowid: a change that reconstruct stores again
+// (insertChangeSQL on a change already there) keeps its rowid, which its
+// postings name, and takes the new values; a replace would give it the
+// next rowid and leave its postings behind.
+func TestChangeStoredAgainKeepsRowid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := ingestClusters(t, []string{"basic"}, 0)
+	var first, last int64
+	if err := s.r.QueryRow(`SELECT min(id), max(id) FROM audit_events`).Scan(&first, &last); err != nil {
+		t.Fatal(err)
+	}
+	store := func(id string, started, event int64) int64 {
+		t.Helper()
+		if _, err := s.w.ExecContext(ctx, insertChangeSQL, id, started, "user", "", "", event); err != nil {
+			t.Fatal(err)
+		}
+		var rowid int64
+		if err := s.r.QueryRow(`SELECT rowid FROM changes WHERE id = ?`, id).Scan(&rowid); err != nil {
+			t.Fatal(err)
+		}
+		return rowid
+	}
+	a := store("again-a", 1, first)
+	store("again-b", 2, first) // a is not the last rowid
+	if got := store("again-a", 3, last); got != a {
+		t.Errorf("stored again: rowid %d, was %d", got, a)
+	}
+	var started, event int64
+	if err := s.r.QueryRow(`SELECT started_ns, event_id FROM changes WHERE id = 'again-a'`).Scan(&started, &event); err != nil || started != 3 || event != last {
+		t.Errorf("stored again: started %d event %d (%v), want 3 and %d", started, event, err, last)
 	}
 }
