@@ -41,8 +41,8 @@ func (s *Store) CountChanges(ctx context.Context, filter string) (int, error) {
 }
 
 // changeFilter is the WHERE clause of a ChangeQuery's filters within the
-// view's cluster.
-func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
+// view's cluster, for a page of the changes or (page false) their count.
+func (s *Store) changeFilter(q cpid.ChangeQuery, page bool) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, a ...any) { conds, args = append(conds, cond), append(args, a...) }
@@ -50,7 +50,7 @@ func (s *Store) changeFilter(q cpid.ChangeQuery) (string, []any) {
 		add(`c.cluster = ?`, s.cluster)
 	}
 	if q.Filter != "" {
-		cond, a := filterCond(q.Filter)
+		cond, a := filterCond(q.Filter, page)
 		add(cond, a...)
 	}
 	if q.IDPrefix != "" {
@@ -172,7 +172,7 @@ func (r reads) ChangePage(ctx context.Context, q cpid.ChangeQuery) ([]string, er
 // changePageSQL is ChangePage's query. A filter's gate is its LIMIT: 0
 // when it fails, and SQLite reads no change.
 func (s *Store) changePageSQL(q cpid.ChangeQuery) (string, []any) {
-	where, args := s.changeFilter(q)
+	where, args := s.changeFilter(q, true)
 	gate, gargs := changeGate(q)
 	return `SELECT c.id FROM changes c ` + where + ` ORDER BY ` + changeOrders[q.Sort] + `, c.id
 		LIMIT CASE WHEN ` + gate + ` THEN ? ELSE 0 END OFFSET ?`, slices.Concat(args, gargs, []any{q.Limit, q.Offset})
@@ -189,7 +189,7 @@ func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error)
 // changeCountSQL is ChangeCount's query: none counted, and no change
 // read, when a filter's gate fails.
 func (s *Store) changeCountSQL(q cpid.ChangeQuery) (string, []any) {
-	where, args := s.changeFilter(q)
+	where, args := s.changeFilter(q, false)
 	gate, gargs := changeGate(q)
 	return `SELECT CASE WHEN ` + gate + ` THEN (SELECT count(*) FROM changes c ` + where + `) ELSE 0 END`, slices.Concat(gargs, args)
 }

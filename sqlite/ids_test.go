@@ -214,7 +214,7 @@ func TestMergelogsCPIDIndexUsed(t *testing.T) {
 func TestIDPrefixIndexUsed(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	where, args := s.changeFilter(cpid.ChangeQuery{IDPrefix: "8f3a"})
+	where, args := s.changeFilter(cpid.ChangeQuery{IDPrefix: "8f3a"}, true)
 	p := queryPlan(t, s, `SELECT c.id FROM changes c `+where, args...)
 	if !strings.Contains(p, "SEARCH c USING COVERING INDEX sqlite_autoindex_changes_1 (id>? AND id<?)") {
 		t.Errorf("plan: %s\nwant a range of the changes' ids", p)

@@ -30,51 +30,70 @@ const searchText = `lower(c.namespace || char(31) || c.name || char(31) || c.res
 // code) that the writes of each change hold, which the runs of
 // reconstruct keep (storeSearch). The values that hold the filter are
 // found among search_terms' (a few thousand where the changes are tens of
-// thousands), and then, whichever costs less:
-//   - when no change's own row can hold the filter (no value of theirs
-//     does, and it is not one or two of the characters of an id), the
-//     postings of those values, one range of change_terms each, into a
-//     list of integers (changes' rowids) that SQLite builds once and
-//     tests each change against: its cost follows the postings;
-//   - otherwise, for each change whose own row does not hold it, its
-//     postings by change_terms_change: its cost follows the changes left
-//     after their own rows, and the list would be built in full at the
-//     first of them (a filter the changes' names hold, "web", lists
-//     every posting of the names that hold it).
+// thousands), and then, whichever costs less (readByChange):
+//   - their postings, one range of change_terms each, into a list of
+//     integers (changes' rowids) that SQLite builds once and tests each
+//     change against: its cost follows the postings;
+//   - for each change read whose own row does not hold it, its postings
+//     by change_terms_change, one range of a few rows tested against the
+//     values (the unary + keeps SQLite from a seek per value and change:
+//     11 values hold "web", 36 against 18 ms): its cost follows the
+//     changes read that their own rows leave, all of them for a count,
+//     those before the last of a page.
 //
-// The own row is read from the index changes_search. Among ten million
-// synthetic events (56,818 changes), the count of "update", "409" or
-// "sched" read each change's change_search row by its key (0016),
-// 65-70 ms at load 1.6; the list takes 11-15, a change's postings 20-25;
-// "web" (48,701 changes by their own rows) 16 ms before and 15 now.
-func filterCond(filter string) (string, []any) {
-	own, oargs := ownMayHold(strings.ToLower(filter))
-	return filterCondBy(filter, own, oargs)
-}
-
-// filterCondBy is filterCond with own, the condition that chooses how
-// the postings are read (ownMayHold's, or a constant in tests), and its
-// arguments.
-func filterCondBy(filter, own string, oargs []any) (string, []any) {
+// The own row is read from the index changes_search. docs/SCALE.md has
+// the figures on ten million synthetic events.
+func filterCond(filter string, page bool) (string, []any) {
 	raw := strings.ToLower(filter)
 	verb, code := cpid.FilterWrites(filter)
 	terms, targs := filterTerms(raw, verb, code)
-	values := `SELECT rowid FROM search_terms WHERE ` + terms
-	return `(instr(` + searchText + `, ?) > 0
-		OR CASE WHEN ` + own + `
-			THEN EXISTS (SELECT 1 FROM change_terms p WHERE p.change = c.rowid AND p.term IN (` + values + `))
-			ELSE c.rowid IN (SELECT p.change FROM change_terms p WHERE p.term IN (` + values + `)) END)`,
-		slices.Concat([]any{raw}, oargs, targs, targs)
+	by, bargs := readByChange(raw, terms, targs, page)
+	return filterCondBy(raw, terms, targs, by, bargs)
 }
 
-// ownMayHold is the condition, the same for every change, that a change's
-// own row may hold a filter (lower case): a value of the changes' own
-// rows holds it ('o', 'i'), or it is made of the characters of a UUID (an
-// id that is one is no value of search_terms) and short enough that many
-// ids hold it (one character: nearly every id; three: one in a hundred).
-func ownMayHold(raw string) (string, []any) {
+// filterCondBy is filterCond with the condition that chooses how the
+// postings are read (readByChange's, or a constant in tests) and its
+// arguments; raw is the filter in lower case, terms and targs what
+// filterTerms gives for it.
+func filterCondBy(raw, terms string, targs []any, by string, bargs []any) (string, []any) {
+	values := `SELECT rowid FROM search_terms WHERE ` + terms
+	return `(instr(` + searchText + `, ?) > 0
+		OR CASE WHEN ` + by + `
+			THEN EXISTS (SELECT 1 FROM change_terms p WHERE p.change = c.rowid AND +p.term IN (` + values + `))
+			ELSE c.rowid IN (SELECT p.change FROM change_terms p WHERE p.term IN (` + values + `)) END)`,
+		slices.Concat([]any{raw}, bargs, targs, targs)
+}
+
+// readByChange is the condition, the same for every change, under which
+// the filter reads the postings of each change rather than a list of
+// them. For a page, which stops at its last change: the postings of the
+// values that hold it are at least a quarter as many as the changes
+// (counted no further than that), so that the matches are likely many
+// and the page reads few changes. For a count (page false), which reads
+// every change: the postings are at least as many as the changes (at
+// most 2.7 ms to count on the pure-Go SQLite among 56,818 changes) and
+// the changes' own rows may hold it, so that few may be left to read: a value of
+// their own rows holds it ('o' or 'i'), or it is made of the characters
+// of a UUID, which an id that is one is no value of, and short enough
+// that many ids hold it (one character nearly every id, three one in a
+// hundred). A page stops at its last change: when the matches are many,
+// it reads few. "web": its 11 values have more postings than there are
+// changes, and the changes' names hold it; "409": the names of 122
+// changes hold it, its code 32,468 postings; "update": no own row holds
+// it, its 32,468 postings are read once for a count.
+func readByChange(raw, terms string, targs []any, page bool) (string, []any) {
+	share := "" // of the changes
+	if page {
+		share = " / 4"
+	}
+	many := `(SELECT count(*) FROM (SELECT 1 FROM change_terms WHERE term IN (SELECT rowid FROM search_terms WHERE ` + terms + `)
+				LIMIT (SELECT max(rowid)` + share + ` FROM changes))) >= (SELECT max(rowid)` + share + ` FROM changes)`
+	if page {
+		return `(` + many + `)`, targs
+	}
 	shortID := len(raw) <= 2 && strings.Trim(raw, "0123456789abcdef-") == ""
-	return `(? OR EXISTS (SELECT 1 FROM search_terms WHERE kind IN ('o', 'i') AND instr(term, ?) > 0))`, []any{shortID, raw}
+	return `((? OR EXISTS (SELECT 1 FROM search_terms WHERE kind IN ('o', 'i') AND instr(term, ?) > 0))
+			AND ` + many + `)`, slices.Concat([]any{shortID, raw}, targs)
 }
 
 // filterTerms is, for a filter (lower case), the condition on

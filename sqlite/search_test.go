@@ -161,13 +161,16 @@ func TestFilterSameAsWrites(t *testing.T) {
 				want := filtered(t, s, oc, oa)
 				// Each way of reading the postings, whichever the
 				// filter would choose.
-				for _, own := range []string{"", "TRUE", "FALSE"} {
-					nc, na := filterCond(f)
-					if own != "" {
-						nc, na = filterCondBy(f, own, nil)
+				raw := strings.ToLower(f)
+				verb, code := cpid.FilterWrites(f)
+				terms, targs := filterTerms(raw, verb, code)
+				for _, by := range []string{"", "TRUE", "FALSE"} {
+					nc, na := filterCond(f, false)
+					if by != "" {
+						nc, na = filterCondBy(raw, terms, targs, by, nil)
 					}
 					if got := filtered(t, s, nc, na); !slices.Equal(got, want) {
-						t.Errorf("filter %q (own %q): %d changes, the writes' filter %d\ngot  %v\nwant %v", f, own, len(got), len(want), got, want)
+						t.Errorf("filter %q (by change %q): %d changes, the writes' filter %d\ngot  %v\nwant %v", f, by, len(got), len(want), got, want)
 					}
 				}
 				// The statements run, their gate before the changes:
