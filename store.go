@@ -312,8 +312,8 @@ type OpenOptions struct {
 	// every other open uses: its queries run two to three times faster.
 	// Two copies of SQLite in one process do not see each other's POSIX
 	// locks, so only a process that opens the file once (a reconstruct
-	// run, a tailer) asks for it. Ignored by PostgreSQL and by builds
-	// without cgo.
+	// run, a tailer, a command that only reads) asks for it. Ignored by
+	// PostgreSQL and by builds without cgo.
 	Native bool
 }
 

@@ -107,7 +107,7 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 		if err := waitCreation(ctx, abs, o.Notice); err != nil {
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
-		return openReadOnly(ctx, path, abs)
+		return openReadOnly(ctx, path, abs, o.Native)
 	}
 	if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
 		// Created under the creation lock (create.go), held until the
@@ -157,8 +157,9 @@ func Open(ctx context.Context, path string, opts ...cpid.OpenOption) (*Store, er
 	return s, nil
 }
 
-// openReadOnly is Open with ReadOnly.
-func openReadOnly(ctx context.Context, path, abs string) (*Store, error) {
+// openReadOnly is Open with ReadOnly, its pools SQLite in C when native
+// is asked for and the build has it.
+func openReadOnly(ctx context.Context, path, abs string, native bool) (*Store, error) {
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -168,12 +169,12 @@ func openReadOnly(ctx context.Context, path, abs string) (*Store, error) {
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("open database %s: not a file", path)
 	}
-	s, err := openPools(ctx, abs, false)
+	s, err := openPools(ctx, abs, false, native)
 	if err != nil && walEmpty(abs) {
 		// A WAL database needs its -shm file, which a reader cannot create
 		// in a read-only directory. With no WAL content, nothing is in it
 		// to miss: read the file as it is (immutable), without one.
-		if s2, err2 := openPools(ctx, abs, true); err2 == nil {
+		if s2, err2 := openPools(ctx, abs, true, native); err2 == nil {
 			s, err = s2, nil
 		}
 	}
@@ -189,14 +190,15 @@ func openReadOnly(ctx context.Context, path, abs string) (*Store, error) {
 
 // openPools opens the read-only pools of a store and reads from them once.
 // Both read only: the "writer" is there so that a write through a
-// read-only store fails in SQLite rather than in Go.
-func openPools(ctx context.Context, abs string, immutable bool) (*Store, error) {
-	w, err := sql.Open("sqlite", roDSN(abs, immutable))
+// read-only store fails in SQLite rather than in Go. native: SQLite in C
+// where the build has it (openSQL).
+func openPools(ctx context.Context, abs string, immutable, native bool) (*Store, error) {
+	w, err := openSQL(roDSN(abs, immutable), native)
 	if err != nil {
 		return nil, err
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", roDSN(abs, immutable))
+	r, err := openSQL(roDSN(abs, immutable), native)
 	if err != nil {
 		w.Close()
 		return nil, err

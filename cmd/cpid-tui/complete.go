@@ -111,7 +111,7 @@ func fromDatabase(e *env, f func(ctx context.Context, db *database, toComplete s
 		}
 		// Nothing on stderr: it would land in the middle of the line
 		// being typed.
-		db, err := openStore(ctx, io.Discard, e.db, readOnly)
+		db, err := openStore(ctx, io.Discard, e.db, e.readMode())
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

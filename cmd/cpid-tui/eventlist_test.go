@@ -193,15 +193,19 @@ func TestTinyItemsMemory(t *testing.T) {
 		wg.Go(func() { codes[i] = postFile(in) })
 	}
 	wg.Wait()
-	if codes[0] != 200 || codes[1] != 200 {
-		t.Errorf("twenty million {} twice at once: %v", codes[:2])
-	}
-	// The huge item may find the budget full (503) while the two others
-	// hold it; posted alone, it is stored.
-	if codes[2] != 200 {
-		if code := postFile(huge); code != 200 {
-			t.Errorf("one item of 48 MiB: %d", code)
+	// The three do not fit the budget at once: those that come while it
+	// is full get 503 and retry, as the apiserver does (which ones
+	// depends on the order they reach the server in); posted again
+	// alone, each is read whole.
+	full := 0
+	for i, in := range []string{twenty, twenty, huge} {
+		if codes[i] == 503 {
+			full++
+			codes[i] = postFile(in)
 		}
+	}
+	if full > 2 || codes[0] != 200 || codes[1] != 200 || codes[2] != 200 {
+		t.Errorf("twenty million {} twice and one item of 48 MiB at once, then again alone those refused: %v, %d refused at once", codes, full)
 	}
 	p.Process.Signal(syscall.SIGTERM)
 	p.Wait()

@@ -151,15 +151,16 @@ func (l *lockedBuffer) String() string {
 // startTail runs cpid-tui tail in the background until the returned
 // function is called; that returns its exit code. It runs in this process,
 // and the tests read its database meanwhile with the pure-Go SQLite
-// (openDB, tail --status): it opens a SQLite database with that library
-// too (tailAccess), where cpid-tui tail takes SQLite in C. The tests that
+// (openDB, tail --status, the commands that read): it opens a SQLite
+// database with that library too (tailAccess), where cpid-tui tail takes
+// SQLite in C, and so do the commands that read (readAccess). The tests that
 // run it as a process of its own (the torture, fleet and concurrent-open
 // tests) run it as cpid-tui does.
 func startTail(t *testing.T, stderr io.Writer, args ...string) func() int {
 	t.Helper()
-	was := tailAccess
-	t.Cleanup(func() { tailAccess = was })
-	tailAccess = readWrite
+	was, wasRead := tailAccess, readAccess
+	t.Cleanup(func() { tailAccess, readAccess = was, wasRead })
+	tailAccess, readAccess = readWrite, readOnlyPure
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {

@@ -30,6 +30,10 @@ type env struct {
 	// columns, when not 0, is the width of the terminal stdout is taken
 	// to be (tests); else tableWidth measures it.
 	columns int
+	// pureReads opens a SQLite database to read with the pure-Go SQLite
+	// even where the build has cgo (tests that count its statements
+	// through that driver's hooks).
+	pureReads bool
 }
 
 // runFunc runs a command once its flags are parsed, with its positional

@@ -83,7 +83,7 @@ func setupSQL(c *cobra.Command, e *env) runFunc {
 		if _, err := cpid.ReadStatement(query); err != nil {
 			return usagef("%v", err)
 		}
-		db0, err := openStore(ctx, e.notices(), e.db, readOnly)
+		db0, err := openStore(ctx, e.notices(), e.db, readOnlyPure)
 		if err != nil {
 			return err
 		}

@@ -139,7 +139,7 @@ func setupTail(c *cobra.Command, e *env) runFunc {
 		}
 		mode := tailAccess
 		if *status {
-			mode = readOnly
+			mode = e.readMode()
 		}
 		db0, err := openStore(ctx, e.stderr, db, mode)
 		if err != nil {

@@ -10,7 +10,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/postgres"
+	"github.com/cpid-dev/cpid/sqlite"
 )
 
 // BenchmarkBrowse measures how long the UI takes to answer, on the database
@@ -42,6 +44,11 @@ func BenchmarkBrowse(b *testing.B) {
 		{"page-end-and-back", nil, [][]string{{"G"}, {"g"}}},
 		{"sort", nil, [][]string{{"s"}}},
 		{"filter-typing", []string{"/"}, [][]string{{"n"}, {"s"}, {"backspace"}, {"backspace"}}},
+		// Words that the writes hold and the changes' own rows do not:
+		// a verb, a code, a writer (each typed, then erased).
+		{"filter-words", []string{"/"}, [][]string{{"u"}, {"p"}, {"d"}, {"backspace"}, {"backspace"}, {"backspace"},
+			{"4"}, {"0"}, {"9"}, {"backspace"}, {"backspace"}, {"backspace"},
+			{"s"}, {"c"}, {"h"}, {"e"}, {"d"}, {"backspace"}, {"backspace"}, {"backspace"}, {"backspace"}, {"backspace"}}},
 		{"open-change-and-back", nil, [][]string{{"enter"}, {"esc"}}},
 		{"timeline", []string{"enter"}, [][]string{{"2"}, {"1"}}},
 		{"timeline-zoom-move", []string{"enter", "2"}, [][]string{{"+"}, {"j"}, {"-"}}},
@@ -73,13 +80,25 @@ func BenchmarkBrowse(b *testing.B) {
 }
 
 // openBench opens the UI at 100x30 on the database at path, SQLite or
-// PostgreSQL.
+// PostgreSQL; a SQLite file as cpid-tui browse opens it (read only, SQLite
+// in C where the build has cgo; CPID_BROWSE_PURE=1: the pure-Go SQLite, as
+// the release binaries, built without cgo, read).
 func openBench(b *testing.B, path string) *Model {
 	b.Helper()
-	if !strings.HasPrefix(path, "postgres://") && !strings.HasPrefix(path, "postgresql://") {
-		return newTestAt(b, path, 100, 30, Options{})
+	var st interface {
+		cpid.ChangeReader
+		Close() error
 	}
-	st, err := postgres.Open(context.Background(), path)
+	var err error
+	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+		st, err = postgres.Open(context.Background(), path)
+	} else {
+		opts := []cpid.OpenOption{cpid.ReadOnly(), cpid.Native()}
+		if os.Getenv("CPID_BROWSE_PURE") != "" {
+			opts = opts[:1] // the pure-Go SQLite, as a build without cgo reads
+		}
+		st, err = sqlite.Open(context.Background(), path, opts...)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
