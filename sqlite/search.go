@@ -66,28 +66,31 @@ func filterCondBy(raw, terms string, targs []any, by string, bargs []any) (strin
 
 // readByChange is the condition, the same for every change, under which
 // the filter reads the postings of each change rather than a list of
-// them. For a page, which stops at its last change: the postings of the
-// values that hold it are at least a quarter as many as the changes
-// (counted no further than that), so that the matches are likely many
-// and the page reads few changes. For a count (page false), which reads
-// every change: the postings are at least as many as the changes (at
-// most 2.7 ms to count on the pure-Go SQLite among 56,818 changes) and
-// the changes' own rows may hold it, so that few may be left to read: a value of
-// their own rows holds it ('o' or 'i'), or it is made of the characters
-// of a UUID, which an id that is one is no value of, and short enough
-// that many ids hold it (one character nearly every id, three one in a
-// hundred). A page stops at its last change: when the matches are many,
-// it reads few. "web": its 11 values have more postings than there are
-// changes, and the changes' names hold it; "409": the names of 122
-// changes hold it, its code 32,468 postings; "update": no own row holds
-// it, its 32,468 postings are read once for a count.
+// them: when the postings of the values that hold it are many, counted
+// no further than that (at most 2.7 ms on the pure-Go SQLite among
+// 56,818 changes), and so are likely the changes that hold it.
+//   - A page stops at its last change: postings at least a quarter as
+//     many as the changes.
+//   - A count (page false) reads every change: postings at least as many
+//     as the changes, and the changes' own rows may hold the filter, so
+//     that few changes may be left to read: a value of their own rows
+//     holds it ('o' or 'i'), or it is made of the characters of a UUID
+//     (an id that is one is no value of search_terms) and short enough
+//     that many ids hold it (one character nearly every id, three one in
+//     a hundred).
+//
+// Among ten million events: "web" has 11 values with more postings than
+// there are changes, and the changes' names hold it (by change); "409"
+// the names of 122 changes, and 32,468 postings of its code (a list);
+// "update" no own row, and 32,468 postings (a list for the count, by
+// change for a page).
 func readByChange(raw, terms string, targs []any, page bool) (string, []any) {
-	share := "" // of the changes
+	changes := `(SELECT max(rowid) FROM changes)` // their number, about (NULL with none, when no change is read)
 	if page {
-		share = " / 4"
+		changes = `(SELECT max(rowid) / 4 FROM changes)`
 	}
 	many := `(SELECT count(*) FROM (SELECT 1 FROM change_terms WHERE term IN (SELECT rowid FROM search_terms WHERE ` + terms + `)
-				LIMIT (SELECT max(rowid)` + share + ` FROM changes))) >= (SELECT max(rowid)` + share + ` FROM changes)`
+				LIMIT ` + changes + `)) >= ` + changes
 	if page {
 		return `(` + many + `)`, targs
 	}

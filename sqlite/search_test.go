@@ -485,3 +485,25 @@ func TestChangeStoredAgainKeepsRowid(t *testing.T) {
 		t.Errorf("stored again: started %d event %d (%v), want 3 and %d", started, event, err, last)
 	}
 }
+
+// TestFilterNoChanges: values kept in search_terms (they are never
+// removed) with no change left: the filter's gate passes, and it counts
+// and lists none.
+func TestFilterNoChanges(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	if _, err := s.w.Exec(`INSERT INTO search_terms(kind, term) VALUES ('w', 'web'), ('v', 'update'), ('o', 'default')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"web", "update", "def", "e"} {
+		q := cpid.ChangeQuery{Filter: f, Sort: "time", Limit: 50}
+		n, err := reads{s.r, s}.ChangeCount(t.Context(), q)
+		if err != nil || n != 0 {
+			t.Errorf("filter %q: count %d, %v", f, n, err)
+		}
+		page, err := reads{s.r, s}.ChangePage(t.Context(), q)
+		if err != nil || len(page) != 0 {
+			t.Errorf("filter %q: page %v, %v", f, page, err)
+		}
+	}
+}
