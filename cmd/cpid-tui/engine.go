@@ -57,8 +57,8 @@ const (
 	// never creating or migrating it; a read-only file opens. SQLite in C
 	// where the build has cgo (cpid.Native): a reading command opens the
 	// file once, and its queries run about twice as fast (the filter of
-	// the terminal UI over ten million events: 11 ms a key, 38 with the
-	// pure-Go SQLite).
+	// the terminal UI over ten million events: 11.7 ms a key, 24 with the
+	// pure-Go SQLite; docs/SCALE.md).
 	readOnly
 	// readOnlyPure is readOnly with the pure-Go SQLite whatever the build:
 	// cpid-tui sql, whose guard (an authorizer that lets SQLite compile
