@@ -75,6 +75,13 @@ func FilterWrites(filter string) (verb bool, code int) {
 	return verb, code
 }
 
+// InAnyID reports whether a changes filter (lower case) is made of the
+// characters of a UUID alone, and so may be part of any change's id: the
+// ids that are UUIDs are no value the engines keep for the filter's gate.
+func InAnyID(filter string) bool {
+	return strings.Trim(filter, "0123456789abcdef-") == ""
+}
+
 // ChangeRow is one root change as the changes query lists it.
 type ChangeRow struct {
 	ID           string `json:"id"`

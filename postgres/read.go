@@ -200,7 +200,7 @@ func filterCond(filter string, arg int, args *[]any) string {
 // for a page of matches.
 func filterGate(filter string, arg int, args *[]any) string {
 	verb, code := cpid.FilterWrites(filter)
-	open := verb || code != 0 || strings.ContainsRune(filter, '\x1f') || strings.Trim(filter, "0123456789abcdef-") == ""
+	open := verb || code != 0 || strings.ContainsRune(filter, '\x1f') || cpid.InAnyID(filter)
 	*args = append(*args, open)
 	return fmt.Sprintf(`($%[2]d OR EXISTS (SELECT 1 FROM search_terms WHERE strpos(term, $%[1]d) > 0)
 		OR cardinality(`+matching("name", arg)+`) > 0 OR cardinality(`+matching("writer", arg)+`) > 0)`, arg, len(*args))

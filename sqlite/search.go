@@ -94,7 +94,7 @@ func readByChange(raw, terms string, targs []any, page bool) (string, []any) {
 	if page {
 		return `(` + many + `)`, targs
 	}
-	shortID := len(raw) <= 2 && strings.Trim(raw, "0123456789abcdef-") == ""
+	shortID := len(raw) <= 2 && cpid.InAnyID(raw)
 	return `((? OR EXISTS (SELECT 1 FROM search_terms WHERE kind IN ('o', 'i') AND instr(term, ?) > 0))
 			AND ` + many + `)`, slices.Concat([]any{shortID, raw}, targs)
 }
@@ -134,7 +134,7 @@ func filterGate(filter string) (string, []any) {
 	terms, targs := filterTerms(raw, verb, code)
 	// An id that is not made of the characters of a UUID is a term of its
 	// own ('i'): a filter of those characters alone may be part of any id.
-	uuidLike := strings.Trim(raw, "0123456789abcdef-") == ""
+	uuidLike := cpid.InAnyID(raw)
 	return `(? OR EXISTS (SELECT 1 FROM search_terms WHERE kind IN ('o', 'i') AND instr(term, ?) > 0)
 		OR EXISTS (SELECT 1 FROM search_terms WHERE ` + terms + `))`, slices.Concat([]any{uuidLike, raw}, targs)
 }
