@@ -195,8 +195,12 @@ func (b *bench) single(rateList string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("## Live tail\n\n")
-	fmt.Printf("`go run ./cmd/tailbench -rates %s -duration %s -events %d -maxsize %d -reconstruct-every %s -compress=%t %s`:\n",
+	title := "Live tail"
+	if !b.compress {
+		title += ", plain backups (kube-apiserver's default)"
+	}
+	fmt.Printf("## %s\n\n", title)
+	fmt.Printf("`go run ./cmd/tailbench -rates '%s' -duration %s -events %d -maxsize %d -reconstruct-every %s -compress=%t %s`:\n",
 		rateList, b.dur, b.events, b.maxSize, b.recon, b.compress, b.bundle)
 	fmt.Printf("an in-process `ingest.Tailer` (as `cpid-tui tail` runs it, reconstructing every %s) follows an audit log that a\n", b.recon)
 	fmt.Printf("lumberjack writer in a process of its own rotates every %d MB, %s; events are the real fixture's, with fresh\n", b.maxSize, b.rotated())
