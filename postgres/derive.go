@@ -282,15 +282,30 @@ func (d *deriveTx) begin(ctx context.Context) error {
 	} else {
 		qs = redoSQL
 	}
-	for _, q := range qs {
+	// stale are the changes whose writes an incremental run deletes
+	// (redoSQL's first statement gives them): their postings are stored
+	// again from the writes they keep, whether the run gives them writes
+	// again (Summarize stores them once more) or not.
+	var stale []string
+	for i, q := range qs {
 		args := []any{d.cluster}
 		if strings.Contains(q, "$2") {
 			args = append(args, d.redoNS)
 		}
-		if _, err := tx.Exec(ctx, q, args...); err != nil {
+		var err error
+		if !d.reset && i == 0 {
+			err = tx.QueryRow(ctx, q, args...).Scan(&stale)
+		} else {
+			_, err = tx.Exec(ctx, q, args...)
+		}
+		if err != nil {
 			d.Abort()
 			return err
 		}
+	}
+	if err := refreshTerms(ctx, tx, stale); err != nil {
+		d.Abort()
+		return err
 	}
 	d.cleared = true
 	return nil
@@ -415,7 +430,19 @@ func (d *deriveTx) Summarize(ctx context.Context, cs []cpid.ChangeSummary) error
 	if err := d.begin(ctx); err != nil {
 		return err
 	}
-	return summarize(ctx, d.tx, cs)
+	if err := summarize(ctx, d.tx, cs); err != nil {
+		return err
+	}
+	if d.reset {
+		// A full rebuild stores every change's postings at once, at
+		// the end (Finish).
+		return nil
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	return refreshTerms(ctx, d.tx, ids)
 }
 
 // Finish stores the watermark and commits (cpid.DeriveTx).
@@ -435,6 +462,11 @@ func (d *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 	}
 	if err := d.saveObjects(ctx, w.Objects); err != nil {
 		return fmt.Errorf("save the objects' states: %w", err)
+	}
+	if d.reset {
+		if err := fillTerms(ctx, d.tx, d.cluster); err != nil {
+			return err
+		}
 	}
 	if err := d.Step(ctx); err != nil {
 		return err
@@ -456,7 +488,7 @@ func (d *deriveTx) Finish(ctx context.Context, w cpid.Watermark) error {
 // analyzeSQL gathers the planner's statistics of the tables a full
 // rebuild fills and of the events it read.
 const analyzeSQL = `ANALYZE audit_events, revisions, changes, mergelogs, mergelog_sources, cpid_ids, search_terms,
-	reconstruct_objects, anomalies`
+	change_terms, reconstruct_objects, anomalies`
 
 // Abort rolls back what was not committed (cpid.DeriveTx).
 func (d *deriveTx) Abort() {
@@ -468,14 +500,19 @@ func (d *deriveTx) Abort() {
 
 // redoSQL deletes what an incremental run of a cluster ($1) redoes: the
 // rows derived from the writes received after the last run's cutoff ($2).
+// The first gives the changes of the writes it deletes (begin stores
+// their postings again).
 var redoSQL = []string{
-	`DELETE FROM revisions WHERE stage_ns > $2 AND cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
+	`WITH gone AS (DELETE FROM revisions WHERE stage_ns > $2 AND cluster = $1
+			AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2) RETURNING change_id)
+		SELECT ARRAY(SELECT DISTINCT change_id FROM gone WHERE change_id IS NOT NULL)`,
 	// A mergelog's event is the write that showed it: writeTerms
 	// let the scan of the events after the cutoff go through
 	// audit_events_writes, where it read the whole table.
 	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
 		   WHERE e.received_ns > $2 AND m.cluster = $1 AND e.` + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb") + `)`,
 	`DELETE FROM mergelogs WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2 AND ` + writeTerms + `)`,
+	fmt.Sprintf(deleteTermsSQL, `started_ns > $2 AND cluster = $1`),
 	`DELETE FROM changes WHERE started_ns > $2 AND cluster = $1`,
 	`DELETE FROM anomalies WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
 }
@@ -487,6 +524,7 @@ var resetSQL = []string{
 	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT id FROM mergelogs WHERE cluster = $1)`,
 	`DELETE FROM mergelogs WHERE cluster = $1`,
 	`DELETE FROM revisions WHERE cluster = $1`,
+	fmt.Sprintf(deleteTermsSQL, `cluster = $1`),
 	`DELETE FROM changes WHERE cluster = $1`,
 	`DELETE FROM anomalies WHERE cluster = $1`,
 	`DELETE FROM controller_spans WHERE cluster = $1`,

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -70,15 +71,15 @@ func (s *Store) DataVersion(ctx context.Context) (cpid.DataVersion, error) {
 // filter is the WHERE clause of a changes listing: the view's cluster and
 // a ChangeQuery's filters, with its arguments numbered from $1.
 func (s *Store) filter(q cpid.ChangeQuery) (string, []any) {
-	where, _, _, args := s.filterParts(q)
+	where, _, _, args := s.filterParts(q, true)
 	return where, args
 }
 
-// filterParts is filter's WHERE clause, the same without the conditions of
-// q.Filter (its gate and its condition; the other conditions' arguments
-// keep their numbers), the number of q.Filter's argument (0 for none), and
-// the arguments.
-func (s *Store) filterParts(q cpid.ChangeQuery) (where, others string, f int, args []any) {
+// filterParts is filter's WHERE clause (for a page, or for a count: how
+// the postings are read), the same without the conditions of q.Filter
+// (its gate and its condition; the other conditions' arguments keep their
+// numbers), q.Filter's SQL (zero for none), and the arguments.
+func (s *Store) filterParts(q cpid.ChangeQuery, page bool) (where, others string, fs filterSQL, args []any) {
 	var conds, rest []string
 	// add appends a condition whose %[1]d is its argument's number.
 	add := func(cond string, a any) {
@@ -91,9 +92,8 @@ func (s *Store) filterParts(q cpid.ChangeQuery) (where, others string, f int, ar
 	}
 	if q.Filter != "" {
 		args = append(args, q.Filter)
-		f = len(args)
-		gate := filterGate(q.Filter, f, &args)
-		conds = append(conds, gate, filterCond(q.Filter, f, &args))
+		fs = newFilterSQL(q.Filter, len(args), &args)
+		conds = append(conds, fs.gate, fs.cond(page))
 	}
 	if q.IDPrefix != "" {
 		add(`starts_with(c.id, $%[1]d)`, q.IDPrefix)
@@ -126,84 +126,103 @@ func (s *Store) filterParts(q cpid.ChangeQuery) (where, others string, f int, ar
 		add(`c.trigger = $%[1]d`, string(q.Trigger))
 	}
 	if len(conds) == 0 {
-		return "", "", 0, nil
+		return "", "", fs, nil
 	}
 	if len(rest) > 0 {
 		others = "WHERE " + strings.Join(rest, " AND ")
 	}
-	return "WHERE " + strings.Join(conds, " AND "), others, f, args
+	return "WHERE " + strings.Join(conds, " AND "), others, fs, args
 }
 
-// matching is the array of the distinct values of column col (name or
-// writer) of the writes of changes that contain the filter (argument
-// arg): the values are read by a skip through the partial index
-// revisions_<col>s (a seek each, migration 0007), not from every write.
-func matching(col string, arg int) string {
-	return fmt.Sprintf(`ARRAY(WITH RECURSIVE v(x) AS (
-			SELECT min(%[1]s) FROM revisions WHERE change_id IS NOT NULL
-			UNION ALL SELECT (SELECT min(%[1]s) FROM revisions WHERE change_id IS NOT NULL AND %[1]s > v.x) FROM v WHERE v.x IS NOT NULL)
-		SELECT x FROM v WHERE strpos(lower(x), $%[2]d) > 0)`, col, arg)
-}
-
-// filterCond is the condition of a filter (argument arg, lowercase): a
-// change whose own row contains it (column search: its columns, lowercase,
-// apart by a control character that no filter holds, so that a filter
-// cannot match across two of them; migration 0010), or that has a write whose object name
-// or writer does, or (when the filter may name one) whose verb[/subresource]
-// does or whose code it is. Matched as text, not as a LIKE pattern: a
-// filter with % or _ finds those characters, as in SQLite. The writes'
-// names and writers are found from the values that match (matching),
-// through revisions_names and revisions_writers: the writes of those
-// values only, where every write was read at each key. Their changes are
-// made distinct before they are tested (DISTINCT): PostgreSQL hashes the
-// list of a subquery only when it expects it to fit work_mem, and
-// expected every write of a writer there (498,783 for "sc" among ten
-// million events): the list was searched from the start for each change
-// (Materialize), 56,818 times 44,643 rows, 189 s for a count; as changes,
-// hashed, 62 ms.
-func filterCond(filter string, arg int, args *[]any) string {
-	cond := fmt.Sprintf(`(strpos(c.search, $%[1]d) > 0
-		OR c.id IN (SELECT DISTINCT change_id FROM revisions WHERE change_id IS NOT NULL AND name = ANY(`+matching("name", arg)+`))
-		OR c.id IN (SELECT DISTINCT change_id FROM revisions WHERE change_id IS NOT NULL AND writer = ANY(`+matching("writer", arg)+`))`, arg)
-	// The writes' verbs and codes are in audit_events: read only when
-	// the filter may name one, and for each change until one matches.
+// writeValues is the condition on search_terms of the values of the
+// writes that hold a filter (argument arg, lowercase): a name or a writer
+// that contains it, a verb[/subresource] when the filter may name one,
+// the code it is when it is one (its argument appended to args).
+func writeValues(filter string, arg int, args *[]any) string {
+	cond := fmt.Sprintf(`kind = 'write' AND strpos(term, $%d) > 0`, arg)
 	verb, code := cpid.FilterWrites(filter)
 	if verb {
-		cond += fmt.Sprintf(`
-		OR EXISTS (SELECT 1 FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id = c.id
-			AND strpos(e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END, $%d) > 0)`, arg)
+		cond += fmt.Sprintf(` OR kind = 'verb' AND strpos(term, $%d) > 0`, arg)
 	}
 	if code != 0 {
-		*args = append(*args, code)
-		// A failing code is a failed write's: only those are read.
-		failed := ""
-		if cpid.IsFailedCode(code) {
-			failed = " AND r.attempt <> 0"
-		}
-		cond += fmt.Sprintf(`
-		OR EXISTS (SELECT 1 FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id = c.id%s AND e.code = $%d)`,
-			failed, len(*args))
+		// A code is a value of its own: the filter must be the code, not
+		// a part of one.
+		*args = append(*args, strconv.Itoa(code))
+		cond += fmt.Sprintf(` OR kind = 'code' AND term = $%d`, len(*args))
 	}
-	return cond + `)`
+	return cond
 }
 
-// filterGate is a condition on no change that a changes filter
-// (argument arg, lowercase) puts before filterCond: that some value a
-// change's own row held (search_terms, migration 0016) or some name or
-// writer of the writes holds the filter, or that the filter may be part of
-// any id (made of a UUID's characters), name a verb or a code, or hold the
-// separator of the changes' texts (which search_terms holds apart). It
-// names no column of the changes, so PostgreSQL tests it once, before it
-// reads any change (a one-time filter): a filter that no value holds
-// (typing on past what any change has) reads no change, where the count
-// read every change's text at each key and the page read them all looking
-// for a page of matches.
-func filterGate(filter string, arg int, args *[]any) string {
-	verb, code := cpid.FilterWrites(filter)
-	open := verb || code != 0 || strings.ContainsRune(filter, '\x1f') || cpid.InAnyID(filter)
+// filterSQL is the SQL of a changes filter (lowercase), its arguments
+// numbered: a filter keeps a change whose own row contains it (column
+// search: its columns, lowercase, apart by a control character that no
+// filter holds, so that a filter cannot match across two of them;
+// migration 0010), or that has a write whose object name or writer does,
+// or (when the filter may name one) whose verb[/subresource] does or whose
+// code it is (a failing code a failed write's). Matched as text, not as a
+// LIKE pattern: a filter with % or _ finds those characters, as in
+// SQLite.
+//
+// What the writes hold is read from change_terms (migration 0019), the
+// postings of the values of search_terms that the writes of each change
+// hold, by the changes' numbers, which reconstruct keeps
+// (postgres/terms.go): the values that hold the filter are found among
+// search_terms' (an array, computed once), then their postings read
+// (cond). Each part names no column of the changes, so that PostgreSQL
+// computes it once, before it reads any change.
+type filterSQL struct {
+	arg int // the filter's argument
+	// own holds when a change's own row may hold the filter: a value of
+	// the changes' own rows does (search_terms, migration 0016), or the
+	// filter may be part of any id (made of a UUID's characters), or it
+	// holds the separator of the changes' texts (which search_terms
+	// holds apart). Otherwise the text of no change is read.
+	own string
+	// values is the array of the numbers of the values of writes that
+	// hold the filter.
+	values string
+	// gate holds when own does or some value of the writes holds the
+	// filter: a filter that none holds (typing on past what any change
+	// has) reads no change, where the count read every change's text at
+	// each key and the page read them all looking for a page of matches.
+	gate string
+}
+
+// newFilterSQL is the SQL of filter (argument arg), appending the
+// arguments it needs to args.
+func newFilterSQL(filter string, arg int, args *[]any) filterSQL {
+	open := strings.ContainsRune(filter, '\x1f') || cpid.InAnyID(filter)
 	*args = append(*args, open)
-	return fmt.Sprintf(`($%[2]d OR EXISTS (SELECT 1 FROM search_terms WHERE strpos(term, $%[1]d) > 0)
-		OR cardinality(`+matching("name", arg)+`) > 0 OR cardinality(`+matching("writer", arg)+`) > 0)`, arg, len(*args))
+	fs := filterSQL{arg: arg}
+	fs.own = fmt.Sprintf(`($%d OR EXISTS (SELECT 1 FROM search_terms WHERE kind NOT IN ('write', 'verb', 'code') AND strpos(term, $%d) > 0))`,
+		len(*args), arg)
+	values := writeValues(filter, arg, args)
+	fs.values = `ARRAY(SELECT id FROM search_terms WHERE ` + values + `)`
+	fs.gate = `(` + fs.own + ` OR EXISTS (SELECT 1 FROM search_terms WHERE ` + values + `))`
+	return fs
+}
+
+// cond is the filter's condition on a change c: its own text, when own
+// may hold it, or its postings. A count reads the postings of the values
+// once, into a list of numbers that PostgreSQL hashes and tests each
+// change against. A page stops at its last change: when the postings are
+// many (at least a quarter as many as the changes, counted no further),
+// and so likely most changes, it reads the postings of each change it
+// tests (change_terms_change, a few rows), not all of them first ("up"
+// among ten million events: 56,819 postings, read and hashed in 10-20 ms,
+// where the page tests a few hundred changes). The OFFSET 0 keeps that
+// EXISTS one: PostgreSQL turns an EXISTS it can into a hashed list of
+// every posting of the values (an alternative chosen by the expected
+// number of changes), which is the other way.
+func (fs filterSQL) cond(page bool) string {
+	list := `c.number IN (SELECT p.change FROM change_terms p WHERE p.term = ANY(` + fs.values + `))`
+	if page {
+		quarter := `(SELECT reltuples::bigint / 4 FROM pg_class WHERE oid = 'changes'::regclass)`
+		list = `CASE WHEN (SELECT count(*) FROM (SELECT 1 FROM change_terms p WHERE p.term = ANY(` + fs.values + `) LIMIT ` + quarter + `) x) >= ` + quarter + `
+			THEN EXISTS (SELECT 1 FROM change_terms p WHERE p.change = c.number AND p.term = ANY(` + fs.values + `) OFFSET 0)
+			ELSE ` + list + ` END`
+	}
+	return fmt.Sprintf(`((%s AND strpos(c.search, $%d) > 0) OR %s)`, fs.own, fs.arg, list)
 }
 
 // CountChanges counts the changes Changes lists for the same filter
@@ -283,20 +302,31 @@ func (r reads) ChangeCount(ctx context.Context, q cpid.ChangeQuery) (int, error)
 	return n, err
 }
 
-// changeCountSQL is the count of the changes q keeps, q with a filter. A
-// filter that every value of one column of the changes holds (search_terms
-// by kind: every user, say, on ten million synthetic events, for "n") is
-// held by every change's own row: the changes that q's other conditions
-// keep are counted, from the smallest index (6-10 ms for 56,818), and the
-// text of none is read (13-26 ms for "n"). PostgreSQL runs the branch of
-// the CASE it takes only.
+// changeCountSQL is the count of the changes q keeps, q with a filter.
+// PostgreSQL runs the branch of the CASE it takes only:
+//   - A filter that every value of one column of the changes holds
+//     (search_terms by kind: every user, say, on ten million synthetic
+//     events, for "n") is held by every change's own row: the changes that
+//     q's other conditions keep are counted, from the smallest index (6-10
+//     ms for 56,818), and the text of none is read (13-26 ms for "n").
+//   - A filter that no change's own row may hold (filterSQL.own) keeps
+//     the changes of the postings of the values that hold it: those are
+//     counted, the text of no change read (15 ms among ten million
+//     events, each change's text tested).
+//   - Otherwise each change is tested (filterSQL.cond).
 func (s *Store) changeCountSQL(q cpid.ChangeQuery) (string, []any) {
-	where, others, f, args := s.filterParts(q)
+	where, others, fs, args := s.filterParts(q, false)
+	postings := `(SELECT count(DISTINCT p.change) FROM change_terms p WHERE p.term = ANY(` + fs.values + `))`
+	if others != "" {
+		postings = `(SELECT count(*) FROM changes c ` + others + `
+			AND c.number IN (SELECT p.change FROM change_terms p WHERE p.term = ANY(` + fs.values + `)))`
+	}
 	return fmt.Sprintf(`SELECT CASE WHEN EXISTS (SELECT 1 FROM unnest('{namespace,name,resource,user,cluster}'::text[]) k
 			WHERE EXISTS (SELECT 1 FROM search_terms t WHERE t.kind = k)
 			  AND NOT EXISTS (SELECT 1 FROM search_terms t WHERE t.kind = k AND strpos(t.term, $%d) = 0))
 		THEN (SELECT count(*) FROM changes c %s)
-		ELSE (SELECT count(*) FROM changes c %s) END`, f, others, where), args
+		WHEN NOT %s THEN %s
+		ELSE (SELECT count(*) FROM changes c %s) END`, fs.arg, others, fs.own, postings, where), args
 }
 
 // countSettings are the planner's settings of a filter's count: no

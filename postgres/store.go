@@ -202,6 +202,7 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		if m.Version > upTo {
 			break
 		}
+		ran := false
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 				return err
@@ -248,6 +249,7 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, name, applied_ns) VALUES ($1, $2, $3)`,
 				m.Version, m.Name, time.Now().UnixNano())
+			ran = err == nil
 			return err
 		})
 		var nw newer
@@ -257,8 +259,23 @@ func (s *Store) migrateTo(ctx context.Context, upTo int) error {
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
+		if after := migrationsAfter[m.Version]; ran && after != "" {
+			if _, err := s.pool.Exec(ctx, after); err != nil {
+				return fmt.Errorf("after migration %s: %w", m.Name, err)
+			}
+		}
 	}
 	return nil
+}
+
+// migrationsAfter are statements run once a migration has committed, by
+// the process that applied it, outside any transaction (VACUUM cannot run
+// in one). 0019 rewrites changes (a number for each change): the new
+// table has no visibility map, so that the filter's index-only scans of
+// changes_search read the table for every change until autovacuum comes,
+// which a rewrite does not call (no row was inserted or deleted).
+var migrationsAfter = map[int]string{
+	19: `VACUUM (ANALYZE) changes, change_terms, search_terms`,
 }
 
 // allApplied reports whether every migration of ms up to version upTo is
