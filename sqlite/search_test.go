@@ -12,6 +12,7 @@ import (
 	"github.com/cpid-dev/cpid"
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
+	"github.com/cpid-dev/cpid/storetest"
 )
 
 // writesFilterCond is the filter's condition as it was before
@@ -76,21 +77,11 @@ func ingestClusters(t *testing.T, fixtures []string, steps int) *Store {
 	return s
 }
 
-// filterSamples are filters to try on s: every printable ASCII character,
-// the fixed cases, and the values the changes and writes hold (names,
-// writers, namespaces, users, verbs, codes, ids) whole, in upper case, and cut
-// into their first two characters and a part from their middle.
+// filterSamples are the filters to try on s: storetest.FilterSamples of
+// the values its changes and writes hold (names, writers, namespaces,
+// users, resources, verbs, codes, ids).
 func filterSamples(t *testing.T, s *Store) []string {
 	t.Helper()
-	set := map[string]bool{}
-	for c := ' '; c <= '~'; c++ {
-		set[string(c)] = true
-	}
-	for _, f := range []string{"web", "WEB", "update/status", "patch/scale", "upd", "apply", "deletecollection", "201", "409", "404",
-		"500", "422", "200", "999", "099", "%", "_", "w_b", "%e%", "no-such-thing", "ns", "n", "-", "--", "kube-", "system:",
-		"kubernetes-admin", "\x1f", "n\x1fk", "default\x1f", "update/\x1f", "\x1fpods"} {
-		set[f] = true
-	}
 	vals, err := column(context.Background(), s.r, `SELECT name FROM revisions UNION SELECT writer FROM revisions
 		UNION SELECT namespace FROM changes UNION SELECT user FROM changes UNION SELECT resource FROM revisions
 		UNION SELECT verb || CASE WHEN subresource <> '' THEN '/' || subresource ELSE '' END FROM audit_events
@@ -98,25 +89,7 @@ func filterSamples(t *testing.T, s *Store) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range vals {
-		if v == "" {
-			continue
-		}
-		set[v] = true
-		set[strings.ToUpper(v)] = true
-		if len(v) >= 2 {
-			set[v[:2]] = true
-		}
-		if len(v) >= 6 {
-			set[v[len(v)/2-2:len(v)/2+1]] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for f := range set {
-		out = append(out, f)
-	}
-	slices.Sort(out)
-	return out
+	return storetest.FilterSamples(vals)
 }
 
 // filtered is the ids of the changes that cond keeps, in order.
