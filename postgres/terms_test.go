@@ -218,12 +218,7 @@ func changeTerms(t *testing.T, s *Store, when string) []string {
 func TestChangeTerms(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	backups, _ := filepath.Glob("../fixtures/instrumented/bundle/audit/*.gz")
-	logs, _ := filepath.Glob("../fixtures/instrumented/bundle/logs/*")
-	files := append(append(backups, logs...), "../fixtures/instrumented/bundle/audit/audit.log")
-	if len(backups) < 2 || len(logs) < 2 {
-		t.Fatalf("fixture files: %v", files)
-	}
+	files := storetest.InSteps(t, "../fixtures/instrumented/bundle")
 	s := openTest(t)
 	in := &ingest.Ingester{Sink: s}
 	for i, f := range files {

@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cpid-dev/cpid/ingest"
 	"github.com/cpid-dev/cpid/reconstruct"
+	"github.com/cpid-dev/cpid/storetest"
 )
 
 // derivedDump renders the derived tables in an order that does not depend
@@ -64,12 +64,7 @@ func testInSteps(t *testing.T, crash bool) {
 	ctx := context.Background()
 	// The rotated backups, the controllers' logs, then the live audit log
 	// (the largest).
-	backups, _ := filepath.Glob("../fixtures/instrumented/bundle/audit/*.gz")
-	logs, _ := filepath.Glob("../fixtures/instrumented/bundle/logs/*")
-	files := append(append(backups, logs...), "../fixtures/instrumented/bundle/audit/audit.log")
-	if len(backups) < 2 || len(logs) < 2 {
-		t.Fatalf("fixture files: %v", files)
-	}
+	files := storetest.InSteps(t, "../fixtures/instrumented/bundle")
 	s := openTest(t)
 	in := &ingest.Ingester{Sink: s}
 	for i, f := range files {

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // FilterSamples are the filters an engine's filter tests try (the
@@ -42,4 +44,20 @@ func FilterSamples(vals []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// InSteps is the files of the recorded bundle dir in the order a live
+// tailer meets them: the rotated audit backups, the controllers' logs,
+// then the live audit log (the largest). Tests ingest and reconstruct
+// them one at a time. It fails t when the bundle has fewer than two
+// backups or two logs.
+func InSteps(t testing.TB, dir string) []string {
+	t.Helper()
+	backups, _ := filepath.Glob(filepath.Join(dir, "audit", "*.gz"))
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*"))
+	files := append(append(backups, logs...), filepath.Join(dir, "audit", "audit.log"))
+	if len(backups) < 2 || len(logs) < 2 {
+		t.Fatalf("%s: files %v, want two backups and two logs at least", dir, files)
+	}
+	return files
 }
