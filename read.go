@@ -75,6 +75,17 @@ func FilterWrites(filter string) (verb bool, code int) {
 	return verb, code
 }
 
+// FilterVerbSQL and FilterCodeSQL are, in the SQL both engines read, the
+// values of a write (r, a revision, with its event e) that a changes
+// filter finds it by besides its name and writer (FilterWrites): its
+// verb[/subresource], and its HTTP code when under 300 or the write failed
+// (a failing code is a failed write's), else NULL. Reconstruct stores them
+// as the filter's postings in each engine.
+const (
+	FilterVerbSQL = `e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END`
+	FilterCodeSQL = `CASE WHEN e.code < 300 OR r.attempt <> 0 THEN e.code END`
+)
+
 // InAnyID reports whether a changes filter (lower case) is made of the
 // characters of a UUID alone, and so may be part of any change's id: the
 // ids that are UUIDs are no value the engines keep for the filter's gate.

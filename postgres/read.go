@@ -215,7 +215,7 @@ func newFilterSQL(filter string, arg int, args *[]any) filterSQL {
 // every posting of the values (an alternative chosen by the expected
 // number of changes), which is the other way.
 func (fs filterSQL) cond(page bool) string {
-	list := `c.number IN (SELECT p.change FROM change_terms p WHERE p.term = ANY(` + fs.values + `))`
+	list := fs.inPostings()
 	if page {
 		quarter := `(SELECT reltuples::bigint / 4 FROM pg_class WHERE oid = 'changes'::regclass)`
 		list = `CASE WHEN (SELECT count(*) FROM (SELECT 1 FROM change_terms p WHERE p.term = ANY(` + fs.values + `) LIMIT ` + quarter + `) x) >= ` + quarter + `
@@ -223,6 +223,12 @@ func (fs filterSQL) cond(page bool) string {
 			ELSE ` + list + ` END`
 	}
 	return fmt.Sprintf(`((%s AND strpos(c.search, $%d) > 0) OR %s)`, fs.own, fs.arg, list)
+}
+
+// inPostings holds for a change c that has a posting of a value that holds
+// the filter: c among the changes of those postings, listed once.
+func (fs filterSQL) inPostings() string {
+	return `c.number IN (SELECT p.change FROM change_terms p WHERE p.term = ANY(` + fs.values + `))`
 }
 
 // CountChanges counts the changes Changes lists for the same filter
@@ -318,8 +324,7 @@ func (s *Store) changeCountSQL(q cpid.ChangeQuery) (string, []any) {
 	where, others, fs, args := s.filterParts(q, false)
 	postings := `(SELECT count(DISTINCT p.change) FROM change_terms p WHERE p.term = ANY(` + fs.values + `))`
 	if others != "" {
-		postings = `(SELECT count(*) FROM changes c ` + others + `
-			AND c.number IN (SELECT p.change FROM change_terms p WHERE p.term = ANY(` + fs.values + `)))`
+		postings = `(SELECT count(*) FROM changes c ` + others + ` AND ` + fs.inPostings() + `)`
 	}
 	return fmt.Sprintf(`SELECT CASE WHEN EXISTS (SELECT 1 FROM unnest('{namespace,name,resource,user,cluster}'::text[]) k
 			WHERE EXISTS (SELECT 1 FROM search_terms t WHERE t.kind = k)

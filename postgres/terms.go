@@ -5,10 +5,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// verbText is a write's verb as the filter reads it: verb[/subresource].
-const verbText = `e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END`
+	"github.com/cpid-dev/cpid"
+)
 
 // termsSQL stores the postings (change_terms, migration 0019) of the
 // changes of the writes that its condition selects (%s: a condition on
@@ -25,8 +24,8 @@ var termsSQL = [...]string{
 	`CREATE TEMP TABLE IF NOT EXISTS change_terms_w (change_id TEXT, kind TEXT, term TEXT) ON COMMIT DELETE ROWS`,
 	`TRUNCATE change_terms_w`,
 	`INSERT INTO change_terms_w SELECT DISTINCT w.change_id, x.kind, x.term FROM (
-		SELECT DISTINCT r.change_id, lower(r.name) AS n, lower(r.writer) AS wr, ` + verbText + ` AS v,
-			CASE WHEN e.code < 300 OR r.attempt <> 0 THEN e.code::text END AS k
+		SELECT DISTINCT r.change_id, lower(r.name) AS n, lower(r.writer) AS wr, ` + cpid.FilterVerbSQL + ` AS v,
+			(` + cpid.FilterCodeSQL + `)::text AS k
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id IS NOT NULL AND %s) w,
 		LATERAL (VALUES ('write', w.n), ('write', w.wr), ('verb', w.v), ('code', w.k)) x(kind, term)
 		WHERE x.term IS NOT NULL`,

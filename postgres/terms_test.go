@@ -185,7 +185,7 @@ func TestFilterSameAsWrites(t *testing.T) {
 // make, as a line "change kind:value", from the writes themselves.
 const wantTermsSQL = `SELECT DISTINCT c.id || ' ' || x.kind || ':' || x.term FROM changes c
 	JOIN revisions r ON r.change_id = c.id JOIN audit_events e ON e.id = r.event_id,
-	LATERAL (VALUES ('write', lower(r.name)), ('write', lower(r.writer)), ('verb', ` + verbText + `),
+	LATERAL (VALUES ('write', lower(r.name)), ('write', lower(r.writer)), ('verb', ` + cpid.FilterVerbSQL + `),
 		('code', CASE WHEN e.code < 300 OR r.attempt <> 0 THEN e.code::text END)) x(kind, term)
 	WHERE x.term IS NOT NULL`
 

@@ -139,9 +139,6 @@ func filterGate(filter string) (string, []any) {
 		OR EXISTS (SELECT 1 FROM search_terms WHERE ` + terms + `))`, slices.Concat([]any{uuidLike, raw}, targs)
 }
 
-// verbText is a write's verb as the filter reads it: verb[/subresource].
-const verbText = `e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresource ELSE '' END`
-
 // searchSQL stores the postings (change_terms) of the changes of the
 // writes that its condition selects (%s: a condition on revisions r), and
 // the values of their writes in search_terms: for each change, each
@@ -156,8 +153,8 @@ const verbText = `e.verb || CASE WHEN e.subresource <> '' THEN '/' || e.subresou
 var searchSQL = []string{
 	`CREATE TEMP TABLE IF NOT EXISTS search_w(id TEXT, n TEXT, wr TEXT, v TEXT, k INTEGER)`,
 	`DELETE FROM temp.search_w`,
-	`INSERT INTO temp.search_w SELECT DISTINCT r.change_id, lower(r.name), lower(r.writer), ` + verbText + `,
-		CASE WHEN e.code < 300 OR r.attempt <> 0 THEN e.code END
+	`INSERT INTO temp.search_w SELECT DISTINCT r.change_id, lower(r.name), lower(r.writer), ` + cpid.FilterVerbSQL + `,
+		` + cpid.FilterCodeSQL + `
 		FROM revisions r JOIN audit_events e ON e.id = r.event_id WHERE r.change_id IS NOT NULL AND %s`,
 	`INSERT OR IGNORE INTO search_terms(kind, term) SELECT 'w', n FROM temp.search_w UNION SELECT 'w', wr FROM temp.search_w
 		UNION SELECT 'v', v FROM temp.search_w UNION SELECT 'k', CAST(k AS TEXT) FROM temp.search_w WHERE k IS NOT NULL`,
