@@ -51,3 +51,37 @@ func TestReconstructProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestReconstructEnded: Options.Ended is called once a run, after the
+// engine went through every write and before the run's end is stored (a
+// first run is one transaction: a reader sees none of its changes yet),
+// and not at all by a run that finds nothing new.
+func TestReconstructEnded(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := context.Background()
+	if _, err := (&ingest.Ingester{Sink: s}).Run(ctx, []string{"../fixtures/basic/bundle"}); err != nil {
+		t.Fatal(err)
+	}
+	calls, seen := 0, -1
+	opt := reconstruct.Options{Family: ingest.Family, Ended: func() {
+		calls++
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM changes`).Scan(&seen); err != nil {
+			t.Error(err)
+		}
+	}}
+	r, err := reconstruct.Run(ctx, s, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || seen != 0 || r.Changes == 0 {
+		t.Errorf("first run: Ended called %d times, the changes a reader saw then %d, the run's %d; want once, 0, some",
+			calls, seen, r.Changes)
+	}
+	if _, err := reconstruct.Run(ctx, s, opt); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("a run with nothing new called Ended: %d calls in all", calls)
+	}
+}

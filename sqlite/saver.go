@@ -730,6 +730,9 @@ func (sv *deriveTx) createIndexes(ctx context.Context) error {
 		if _, err := sv.tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create index again: %w", err)
 		}
+		// Each sort's memory goes back as it ends, not held by its
+		// threads' arenas to the run's end.
+		trimCHeap()
 		sv.indexes = sv.indexes[1:]
 	}
 	return nil

@@ -58,9 +58,11 @@ by default); past that it moves the half it met least recently to a
 temporary file in $TMPDIR, removed as it is made, and reads one back when a
 write meets it again, so that memory follows the objects in use, not the
 size of the bundle; the rows are the same. The Go heap has a soft limit of
-200 MiB (GOMEMLIMIT overrides it; GOGC is 200 unless set); past it the
-collector works harder, with at most half the CPU. SQLite's page cache adds
-16 MiB while the run writes.
+280 MiB while the engine runs and 128 MiB once it is done (GOMEMLIMIT
+overrides both; GOGC is 200 unless set); past it the collector works
+harder, with at most half the CPU. SQLite's page cache adds 16 MiB while
+the run writes, and the sorts that end a full rebuild (its indexes) their
+own, each given back as it ends.
 
 Speed: a cpid-tui built with cgo (make build) runs reconstruct on SQLite
 in C, its writes read and its revisions stored by the batch; one built
@@ -101,13 +103,12 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 		// time (docs/BENCHMARKS.md), up to a soft limit of the Go heap,
 		// past which the collector runs more often (with at most half the
 		// CPU). On 1M synthetic events: peak RSS 283-285 MB with the limit,
-		// 381-396 MB without, and 4% more CPU. GOGC and GOMEMLIMIT, when
-		// set, decide.
+		// 381-396 MB without, and 4% more CPU. The limit is set again for
+		// each cluster's run, and lowered once its engine is done: the end
+		// of a full rebuild sorts in SQLite's memory, beside the Go heap.
+		// GOGC and GOMEMLIMIT, when set, decide.
 		if os.Getenv("GOGC") == "" {
 			debug.SetGCPercent(200)
-		}
-		if os.Getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(reconstructHeapLimit)
 		}
 		clusters, err := db.clustersOf(ctx, e.cluster)
 		if err != nil {
@@ -122,6 +123,10 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 					name = "cluster " + c + ": "
 				}
 				opt.Progress, opt.ProgressEvery = progressPrinter(e.stderr, name), 2*time.Second
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(reconstructHeapLimit)
+				opt.Ended = func() { debug.SetMemoryLimit(reconstructEndHeapLimit) }
 			}
 			r, err := reconstruct.Run(ctx, db.view(c), opt)
 			if err != nil {
@@ -164,8 +169,18 @@ func progressPrinter(w io.Writer, name string) func(reconstruct.Progress) {
 }
 
 // reconstructHeapLimit is the Go heap's soft limit in a reconstruct run
-// (GOMEMLIMIT overrides it).
-const reconstructHeapLimit = 200 << 20
+// (GOMEMLIMIT overrides it), and reconstructEndHeapLimit its limit once
+// the engine is done: the end of a run (a full rebuild's indexes above
+// all) sorts in SQLite's memory, in C, beside the Go heap. A full rebuild
+// of 10M synthetic events ends its scan with 150-175 MB of live heap (the
+// merge graph and the book of the changes grow with them): at 200 MiB the
+// collector ran every 80 ms for the last half of the scan, 36% of the CPU;
+// at 280, 10-15% less time, peak RSS 328-339 MiB (BENCHMARKS.md). On 1M
+// the live heap stays under 70 MB: the first limit is not reached.
+const (
+	reconstructHeapLimit    = 280 << 20
+	reconstructEndHeapLimit = 128 << 20
+)
 
 // runOptions are the options of a reconstruct run from the command line:
 // inputs are named by their rotation family (ingest.Family).
