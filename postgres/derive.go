@@ -56,21 +56,28 @@ func (s *Store) LastIDs(ctx context.Context) (event, log int64, err error) {
 // cutoff (cpid.DerivedStore).
 func (s *Store) Late(ctx context.Context, w cpid.Watermark, msg string) (int64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM audit_events WHERE id > $1 AND received_ns <= $2 AND `+writeTerms+` AND cluster = $5) +
-		(SELECT count(*) FROM log_records WHERE id > $3 AND ts_ns <= $2 AND msg = $4 AND cluster = $5)`,
-		w.EventID, w.CutoffNS, w.LogID, msg, s.own()).Scan(&n)
+	err := s.pool.QueryRow(ctx, lateSQL, w.EventID, w.CutoffNS, w.LogID, msg, s.own()).Scan(&n)
 	return n, err
 }
+
+// lateSQL counts the writes and log lines of a cluster ($5) stored after
+// the ids $1 and $3 and received before the cutoff $2.
+const lateSQL = `SELECT
+	(SELECT count(*) FROM audit_events WHERE id > $1 AND received_ns <= $2 AND ` + writeTerms + ` AND cluster = $5) +
+	(SELECT count(*) FROM log_records WHERE id > $3 AND ts_ns <= $2 AND msg = $4 AND cluster = $5)`
 
 // LatestWrite returns the latest receive time of a write with id at most
 // upToID (cpid.DerivedStore).
 func (s *Store) LatestWrite(ctx context.Context, upToID int64) (int64, error) {
 	var ns int64
-	err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(received_ns), 0) FROM audit_events
-		WHERE id <= $1 AND `+writeTerms+` AND cluster = $2`, upToID, s.own()).Scan(&ns)
+	err := s.pool.QueryRow(ctx, latestWriteSQL, upToID, s.own()).Scan(&ns)
 	return ns, err
 }
+
+// latestWriteSQL is the newest write of a cluster ($2) with id at most $1:
+// down audit_events_writes from the cluster's newest (migration 0020).
+const latestWriteSQL = `SELECT COALESCE(max(received_ns), 0) FROM audit_events
+	WHERE id <= $1 AND ` + writeTerms + ` AND cluster = $2`
 
 // ScanWrites calls fn for the writes q selects, in the order the apiserver
 // received them, then id (cpid.DerivedStore). Bodies are cut from their
@@ -506,12 +513,14 @@ var redoSQL = []string{
 	`WITH gone AS (DELETE FROM revisions WHERE stage_ns > $2 AND cluster = $1
 			AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2) RETURNING change_id)
 		SELECT ARRAY(SELECT DISTINCT change_id FROM gone WHERE change_id IS NOT NULL)`,
-	// A mergelog's event is the write that showed it: writeTerms
-	// let the scan of the events after the cutoff go through
-	// audit_events_writes, where it read the whole table.
+	// A mergelog's event is the write that showed it, of its cluster:
+	// writeTerms and the cluster let the scan of the events after the
+	// cutoff go through audit_events_writes (migration 0020: by cluster,
+	// then time), where it read the whole table.
 	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
-		   WHERE e.received_ns > $2 AND m.cluster = $1 AND e.` + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb") + `)`,
-	`DELETE FROM mergelogs WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2 AND ` + writeTerms + `)`,
+		   WHERE e.received_ns > $2 AND m.cluster = $1 AND e.cluster = $1 AND e.` + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb") + `)`,
+	`DELETE FROM mergelogs WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2 AND ` + writeTerms + `
+		AND cluster = $1)`,
 	fmt.Sprintf(deleteTermsSQL, `started_ns > $2 AND cluster = $1`),
 	`DELETE FROM changes WHERE started_ns > $2 AND cluster = $1`,
 	`DELETE FROM anomalies WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2)`,
