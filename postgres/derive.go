@@ -563,23 +563,8 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	if acquired == nil {
 		acquired = []string{}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0), ''
-		FROM audit_events e WHERE e.received_ns > $1 AND e.received_ns <= $7 AND e.id <= $2 AND e.cluster = $3
-		  AND e.verb IN ('list', 'watch') AND e.stage IN ('ResponseStarted', 'ResponseComplete')
-		  AND strpos(e.user_agent, $8) = 1
-		  AND EXISTS (SELECT 1 FROM unnest($4::text[]) m WHERE strpos(e.request_uri, m) > 0)
-		UNION ALL
-		SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name,
-		  COALESCE(b.response_object::json -> 'spec' ->> 'holderIdentity', ''), COALESCE(e.code, 0), ''
-		FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
-		WHERE e.received_ns > $1 AND e.received_ns <= $7 AND e.id <= $2 AND e.cluster = $3
-		  AND e.`+strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")+`
-		  AND e.resource = 'leases' AND e.namespace = $5 AND e.name = ANY($6)
-		UNION ALL
-		SELECT 'acquired', l.ts_ns, '', '', COALESCE(l.fields::json ->> 'lock', ''), l.msg, 0, f.path
-		FROM log_records l JOIN files f ON f.id = l.file_id
-		WHERE l.ts_ns > $1 AND l.ts_ns <= $7 AND l.id <= $9 AND l.cluster = $3 AND l.msg = ANY($10)
-		ORDER BY 2`, q.AfterNS, q.UpToID, s.own(), marks, q.LeaseNamespace, leases, at, q.Program, q.UpToLogID, acquired)
+	rows, err := s.pool.Query(ctx, evidenceSQL, q.AfterNS, q.UpToID, s.own(), marks, q.LeaseNamespace, leases, at, q.Program,
+		q.UpToLogID, acquired)
 	if err != nil {
 		return fmt.Errorf("scan evidence: %w", err)
 	}
@@ -589,6 +574,28 @@ func (s *Store) ScanEvidence(ctx context.Context, q cpid.EvidenceScan, fn func(c
 	})
 	return err
 }
+
+// evidenceSQL reads a cluster's ($3) evidence received in ($1, $7], up to
+// the ids $2 and $9: its programs' initial lists and watches (a process
+// starting, by audit_events_reads: cluster, then time), its leader
+// election leases' writes, and the controllers' "acquired lease" lines.
+var evidenceSQL = `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', '', COALESCE(e.code, 0), ''
+	FROM audit_events e WHERE e.received_ns > $1 AND e.received_ns <= $7 AND e.id <= $2 AND e.cluster = $3
+	  AND e.verb IN ('list', 'watch') AND e.stage IN ('ResponseStarted', 'ResponseComplete')
+	  AND strpos(e.user_agent, $8) = 1
+	  AND EXISTS (SELECT 1 FROM unnest($4::text[]) m WHERE strpos(e.request_uri, m) > 0)
+	UNION ALL
+	SELECT 'lease', e.stage_ns, e.user_agent, e.resource, e.name,
+	  COALESCE(b.response_object::json -> 'spec' ->> 'holderIdentity', ''), COALESCE(e.code, 0), ''
+	FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
+	WHERE e.received_ns > $1 AND e.received_ns <= $7 AND e.id <= $2 AND e.cluster = $3
+	  AND e.` + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb") + `
+	  AND e.resource = 'leases' AND e.namespace = $5 AND e.name = ANY($6)
+	UNION ALL
+	SELECT 'acquired', l.ts_ns, '', '', COALESCE(l.fields::json ->> 'lock', ''), l.msg, 0, f.path
+	FROM log_records l JOIN files f ON f.id = l.file_id
+	WHERE l.ts_ns > $1 AND l.ts_ns <= $7 AND l.id <= $9 AND l.cluster = $3 AND l.msg = ANY($10)
+	ORDER BY 2`
 
 // scanThrottles is ScanEvidence of the throttle log lines.
 func (s *Store) scanThrottles(ctx context.Context, q cpid.EvidenceScan, fn func(cpid.Evidence) error) error {

@@ -132,7 +132,9 @@ type Options struct {
 	// write and its memory is released, before the run stores its end
 	// (the indexes a full rebuild dropped, the objects to renumber, the
 	// summaries): those are sorts in SQLite's memory more than in Go's,
-	// and a command may lower the Go heap's limit there.
+	// and a command may lower the Go heap's limit there. A run that
+	// finds nothing new, or fails before the engine is done, does not
+	// call it; one that fails after may have.
 	Ended func()
 }
 
@@ -397,9 +399,9 @@ func Run(ctx context.Context, st cpid.DerivedStore, opt Options) (Report, error)
 	}
 	prog.ended()
 	en.release()
-	if res.Full {
+	if bulk {
 		// The engine's maps (the objects' states, the merge graph) are
-		// garbage now, and the end of a full rebuild (the indexes it
+		// garbage now, and the end of a bulk rebuild (the indexes it
 		// dropped, sorted by SQLite in C) needs memory of its own: the
 		// engine's goes back to the system first, so that the run's peak
 		// is the larger of the two, not their sum (10M synthetic events:

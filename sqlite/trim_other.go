@@ -2,6 +2,8 @@
 
 package sqlite
 
-// trimCHeap does nothing here: the pure-Go SQLite's memory is Go's, and
-// other C libraries than glibc's give freed memory back on their own.
+// trimCHeap does nothing here. The pure-Go SQLite allocates through
+// modernc.org/memory (pages it maps and unmaps itself, outside the Go
+// heap: its sorts are neither in GOMEMLIMIT nor trimmed), and C libraries
+// other than glibc's are not asked.
 func trimCHeap() {}

@@ -62,7 +62,7 @@ size of the bundle; the rows are the same. The Go heap has a soft limit of
 overrides both; GOGC is 200 unless set); past it the collector works
 harder, with at most half the CPU. SQLite's page cache adds 16 MiB while
 the run writes, and the sorts that end a full rebuild (its indexes) their
-own, each given back as it ends.
+own, each given back as it ends (a build with cgo, on Linux).
 
 Speed: a cpid-tui built with cgo (make build) runs reconstruct on SQLite
 in C, its writes read and its revisions stored by the batch; one built
@@ -102,8 +102,9 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 		// live to its end: collecting less often costs some memory and saves
 		// time (docs/BENCHMARKS.md), up to a soft limit of the Go heap,
 		// past which the collector runs more often (with at most half the
-		// CPU). On 1M synthetic events: peak RSS 283-285 MB with the limit,
-		// 381-396 MB without, and 4% more CPU. The limit is set again for
+		// CPU). On 1M synthetic events: peak RSS 283-285 MB with a limit of
+		// 200 MiB, 381-396 MB without, and 4% more CPU (before the end's
+		// memory was given back: 214-232 MiB now). The limit is set again for
 		// each cluster's run, and lowered once its engine is done: the end
 		// of a full rebuild sorts in SQLite's memory, beside the Go heap.
 		// GOGC and GOMEMLIMIT, when set, decide.
@@ -175,7 +176,7 @@ func progressPrinter(w io.Writer, name string) func(reconstruct.Progress) {
 // of 10M synthetic events ends its scan with 150-175 MB of live heap (the
 // merge graph and the book of the changes grow with them): at 200 MiB the
 // collector ran every 80 ms for the last half of the scan, 36% of the CPU;
-// at 280, 10-15% less time, peak RSS 328-339 MiB (BENCHMARKS.md). On 1M
+// at 280, 10-15% less time, peak RSS 328-332 MiB (BENCHMARKS.md). On 1M
 // the live heap stays under 70 MB: the first limit is not reached.
 const (
 	reconstructHeapLimit    = 280 << 20
