@@ -83,10 +83,13 @@ type Mergelog struct {
 }
 
 // Emitted is a mergelog reconstruct derived and the write that showed it (0
-// for a mergelog read from a controller's log).
+// for a mergelog read from a controller's log). Again is set when the run
+// already emitted a mergelog of the same CPID and origin: a store keeps
+// the first (its key is the cluster, the CPID and the origin).
 type Emitted struct {
 	Mergelog
 	EventID int64
+	Again   bool
 }
 
 // Span is a controller span (paper Table 3, plus a name and attributes).

@@ -596,8 +596,9 @@ func (en *Engine) AddMergelog(m cpid.Mergelog) error {
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
+	again := en.has(m.CPID, m.Origin)
 	en.record(m)
-	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m})
+	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, Again: again})
 	return nil
 }
 
@@ -984,8 +985,9 @@ func (en *Engine) emit(e *Event, m cpid.Mergelog) {
 			Detail: fmt.Sprintf("mergelog %v -> %s refused: %v", m.Sources, m.CPID, err)})
 		return
 	}
+	again := en.has(m.CPID, m.Origin)
 	en.record(m)
-	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, EventID: e.ID})
+	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, EventID: e.ID, Again: again})
 }
 
 // learn updates what the engine knows of o from a successful write, and

@@ -697,3 +697,29 @@ func FuzzGraph(f *testing.F) {
 		}
 	})
 }
+
+// TestEmittedAgain: the engine marks a mergelog of a CPID and origin it
+// already emitted (Emitted.Again), so that a bulk run stores the first
+// without a set of what it stored; another origin of the same CPID, or a
+// CPID known only as a source before, is not again.
+func TestEmittedAgain(t *testing.T) {
+	t.Parallel()
+	en := NewEngine()
+	add := func(m cpid.Mergelog) {
+		t.Helper()
+		if err := en.AddMergelog(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(cpid.Mergelog{CPID: "b", Sources: []string{"a"}, TimeNS: 1, Service: "x", Origin: cpid.OriginLog})
+	add(cpid.Mergelog{CPID: "b", Sources: []string{"a"}, TimeNS: 2, Service: "x", Origin: cpid.OriginLog})
+	add(cpid.Mergelog{CPID: "b", TimeNS: 3, Service: "x", Origin: cpid.OriginAnnotation})
+	add(cpid.Mergelog{CPID: "a", TimeNS: 4, Service: "y", Origin: cpid.OriginLog})
+	var got []bool
+	for _, m := range en.Mergelogs {
+		got = append(got, m.Again)
+	}
+	if want := []bool{false, true, false, false}; !slices.Equal(got, want) {
+		t.Errorf("Again of b/log, b/log, b/annotation, a/log: %v, want %v", got, want)
+	}
+}

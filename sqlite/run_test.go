@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -136,5 +138,40 @@ func TestFullRebuildIndexes(t *testing.T) {
 	}
 	if got := derivedDump(t, s); got != rows {
 		t.Fatal("a failed rebuild changed the result")
+	}
+}
+
+// TestBulkMergelogsOnce: a controller that logged the same mergelog twice
+// (the same CPID and origin, at two times) gets one row from a rebuild in
+// one transaction, the first, and the unique index the rebuild dropped is
+// created again over them (the engine marks the second: Emitted.Again).
+func TestBulkMergelogsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	line := func(ts string) string {
+		return `{"time":"` + ts + `","level":"INFO","msg":"cpid.mergelog","cpid.format":1,` +
+			`"cpid":"0b7f0c1e-5d0a-4a37-9a40-2f0e8c7a1d11","sources":["5a3c2d7e-1b4f-4c8a-8e2d-6f7a9b0c1d2e"],"service":"ctl",` +
+			`"object":{"apiVersion":"v1","kind":"ConfigMap","resource":"","namespace":"default","name":"x","uid":""}}` + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ctl.log"),
+		[]byte(line("2026-11-22T16:26:40.000000001Z")+line("2026-11-22T16:26:41.000000002Z")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openTest(t)
+	if _, err := (&ingest.Ingester{Sink: s}).Run(ctx, []string{"../fixtures/basic/bundle", dir}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reconstruct.Run(ctx, s, reconstruct.Options{Family: ingest.Family}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ts int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*), min(ts_ns) FROM mergelogs
+		WHERE cpid = '0b7f0c1e-5d0a-4a37-9a40-2f0e8c7a1d11' AND origin = 'log'`).Scan(&n, &ts); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || ts != 1795364800000000001 {
+		t.Errorf("the mergelog logged twice: %d rows, the first at %d; want 1, at 1795364800000000001", n, ts)
 	}
 }
