@@ -39,11 +39,11 @@ func (s *Store) Watermark(ctx context.Context) (cpid.Watermark, error) {
 
 // lateSQL counts the writes and records stored since the last run
 // (ids past its own) that are older than its cutoff. Only the new rows
-// are read, by id: the unary + keeps SQLite off the index of the writes'
-// times, which would read every write older than the cutoff (the whole
-// table, run after run).
+// are read, by id: the unary + keeps SQLite off the index of the writes
+// by cluster and time, which would read every write of the cluster older
+// than the cutoff (the whole table, run after run).
 var lateSQL = `SELECT
-	(SELECT count(*) FROM audit_events WHERE id > ?1 AND +received_ns <= ?2 AND ` + writeTerms("") + ` AND cluster = ?5) +
+	(SELECT count(*) FROM audit_events WHERE id > ?1 AND +received_ns <= ?2 AND ` + writeTerms("") + ` AND +cluster = ?5) +
 	(SELECT count(*) FROM log_records WHERE id > ?3 AND +ts_ns <= ?2 AND msg = ?4 AND cluster = ?5)`
 
 // latestWriteSQL is the time of the newest write up to an id: down the
@@ -318,8 +318,9 @@ var provisionalSQL = []string{
 	`DELETE FROM anomalies WHERE cluster = ?2 AND event_id IN (` + writesAfterSQL + `)`,
 }
 
-// writesAfterSQL is the ids of the writes received after ?1.
-var writesAfterSQL = `SELECT id FROM audit_events WHERE received_ns > ?1 AND ` + writeTerms("")
+// writesAfterSQL is the ids of the writes of cluster ?2 received after
+// ?1 (audit_events_writes: by cluster, then time).
+var writesAfterSQL = `SELECT id FROM audit_events WHERE received_ns > ?1 AND ` + writeTerms("") + ` AND cluster = ?2`
 
 // received after ns.
 func deleteProvisional(ctx context.Context, tx *sql.Tx, cluster string, ns int64) error {
