@@ -17,5 +17,5 @@ import "C"
 // malloc_trim, every arena; nothing elsewhere). SQLite's sorts (CREATE
 // INDEX, DISTINCT, GROUP BY) run on its worker threads, whose arenas glibc
 // keeps once freed: the indexes of a full rebuild of 10M synthetic events
-// left 140-290 MB of them held to the run's end, on top of the Go heap.
+// kept 75-140 MB of them to the run's end, on top of the Go heap.
 func trimCHeap() { C.cpid_trim() }
