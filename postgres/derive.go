@@ -18,8 +18,11 @@ import (
 var _ cpid.DerivedStore = (*Store)(nil)
 
 // writeTerms select the writes among audit events; they repeat the WHERE of
-// the partial index audit_events_writes.
+// the partial index audit_events_writes. eWriteTerms are the same of the
+// events aliased e.
 const writeTerms = `stage IN ('ResponseComplete', 'Panic') AND verb IN ('create', 'update', 'patch', 'delete', 'deletecollection')`
+
+var eWriteTerms = "e." + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb")
 
 // Watermark reads where the last reconstruct of the view's cluster stopped
 // (cpid.DerivedStore).
@@ -518,7 +521,7 @@ var redoSQL = []string{
 	// cutoff go through audit_events_writes (migration 0020: by cluster,
 	// then time), where it read the whole table.
 	`DELETE FROM mergelog_sources WHERE mergelog_id IN (SELECT m.id FROM mergelogs m JOIN audit_events e ON e.id = m.event_id
-		   WHERE e.received_ns > $2 AND m.cluster = $1 AND e.cluster = $1 AND e.` + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb") + `)`,
+		   WHERE e.received_ns > $2 AND m.cluster = $1 AND e.cluster = $1 AND ` + eWriteTerms + `)`,
 	`DELETE FROM mergelogs WHERE cluster = $1 AND event_id IN (SELECT id FROM audit_events WHERE received_ns > $2 AND ` + writeTerms + `
 		AND cluster = $1)`,
 	fmt.Sprintf(deleteTermsSQL, `started_ns > $2 AND cluster = $1`),
@@ -589,7 +592,7 @@ var evidenceSQL = `SELECT 'start', e.received_ns, e.user_agent, e.resource, '', 
 	  COALESCE(b.response_object::json -> 'spec' ->> 'holderIdentity', ''), COALESCE(e.code, 0), ''
 	FROM audit_events e LEFT JOIN audit_bodies b ON b.event_id = e.id
 	WHERE e.received_ns > $1 AND e.received_ns <= $7 AND e.id <= $2 AND e.cluster = $3
-	  AND e.` + strings.ReplaceAll(writeTerms, " AND verb", " AND e.verb") + `
+	  AND ` + eWriteTerms + `
 	  AND e.resource = 'leases' AND e.namespace = $5 AND e.name = ANY($6)
 	UNION ALL
 	SELECT 'acquired', l.ts_ns, '', '', COALESCE(l.fields::json ->> 'lock', ''), l.msg, 0, f.path

@@ -591,14 +591,19 @@ func (en *Engine) maximal(set []string) []string {
 
 // AddMergelog adds a mergelog read from a controller's log (origin log) or
 // elsewhere to the graph and the output.
-func (en *Engine) AddMergelog(m cpid.Mergelog) error {
+func (en *Engine) AddMergelog(m cpid.Mergelog) error { return en.add(m, 0) }
+
+// add puts m in the graph and the output, with the write that showed it
+// (0: none), marked Again when a mergelog of its CPID and origin was
+// output before.
+func (en *Engine) add(m cpid.Mergelog, eventID int64) error {
 	en.ensureMergelog(m)
 	if err := en.Graph.Add(m); err != nil {
 		return err
 	}
 	again := en.has(m.CPID, m.Origin)
 	en.record(m)
-	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, Again: again})
+	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, EventID: eventID, Again: again})
 	return nil
 }
 
@@ -978,16 +983,11 @@ func oneChange(causes []cause, change string) bool {
 }
 
 func (en *Engine) emit(e *Event, m cpid.Mergelog) {
-	en.ensureMergelog(m)
-	if err := en.Graph.Add(m); err != nil {
+	if err := en.add(m, e.ID); err != nil {
 		// Only corrupt input can close a cycle (CPIDs are random): say so.
 		en.Anomalies = append(en.Anomalies, cpid.Anomaly{Kind: "merge-cycle", EventID: e.ID, Key: e.Key(),
 			Detail: fmt.Sprintf("mergelog %v -> %s refused: %v", m.Sources, m.CPID, err)})
-		return
 	}
-	again := en.has(m.CPID, m.Origin)
-	en.record(m)
-	en.Mergelogs = append(en.Mergelogs, cpid.Emitted{Mergelog: m, EventID: e.ID, Again: again})
 }
 
 // learn updates what the engine knows of o from a successful write, and
