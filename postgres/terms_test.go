@@ -258,18 +258,33 @@ func TestChangeTerms(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	vacuums := func() (n [2]int64) {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, `SELECT sum(vacuum_count), sum(analyze_count) FROM pg_stat_user_tables
+			WHERE relname IN ('changes', 'change_terms', 'search_terms')`).Scan(&n[0], &n[1]); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := vacuums()
 	if err := s.migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := changeTerms(t, s, "migration 0019"); !slices.Equal(got, steps) {
 		t.Errorf("migration 0019: the postings differ from reconstruct's: %s", firstDiff(got, steps))
 	}
-	// The table it rewrote is vacuumed after (migrationsAfter): its
-	// index-only scans read no row of it.
+	// The tables it rewrote and filled are vacuumed and analyzed after
+	// (migrationsAfter), once each: the manual counts, never autovacuum's.
+	// What the vacuum leaves all visible is not asserted: a snapshot older
+	// than the migration (autovacuum analyzing this database's events
+	// meanwhile, on a loaded machine) rightly keeps its rows from being
+	// marked, as it would on a user's server.
+	if got := vacuums(); got != [2]int64{before[0] + 3, before[1] + 3} {
+		t.Errorf("migration 0019: vacuums and analyzes of its 3 tables %v -> %v, want 3 more of each", before, got)
+	}
 	var visible, pages int
-	if err := s.pool.QueryRow(ctx, `SELECT relallvisible, relpages FROM pg_class WHERE oid = 'changes'::regclass`).Scan(&visible, &pages); err != nil ||
-		pages == 0 || visible != pages {
-		t.Errorf("after migration 0019, %d of the %d pages of changes are all visible (%v)", visible, pages, err)
+	if err := s.pool.QueryRow(ctx, `SELECT relallvisible, relpages FROM pg_class WHERE oid = 'changes'::regclass`).Scan(&visible, &pages); err == nil {
+		t.Logf("after migration 0019, %d of the %d pages of changes are all visible", visible, pages)
 	}
 
 	// An expiry deletes the cluster's changes and their postings; the
