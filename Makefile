@@ -151,8 +151,10 @@ bench: build
 
 # Ten million synthetic events (about 20 GB decoded, several GB on disk):
 # ingest, reconstruct, the queries and the TUI keys on SQLite and
-# PostgreSQL (PG_EVENTS of them); writes its section of docs/BENCHMARKS.md,
-# which make bench keeps. Not part of make bench.
+# PostgreSQL (PG_EVENTS of them), then incremental runs of 10,000 more
+# events against the same alone (cmd/incbench, INC_RUNS); writes its
+# section of docs/BENCHMARKS.md, which make bench keeps. Not part of make
+# bench.
 bench-10m: build
 	fixtures/bench10m.sh
 

@@ -308,6 +308,14 @@ func (s *Server) CPU() (time.Duration, error) {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return 0, fmt.Errorf("pgtest: no server running")
 	}
+	return TreeCPU(s.cmd.Process.Pid)
+}
+
+// TreeCPU is the CPU time (user and system) process pid and its
+// descendants have used, running or exited, as Server.CPU counts it: a
+// server's postmaster gives the server's (cmd/incbench, for a server it
+// did not start). Read from /proc: an error elsewhere.
+func TreeCPU(pid int) (time.Duration, error) {
 	// A process that exits while /proc is read may be in neither its own
 	// stat nor its parent's (a backend whose connection just closed):
 	// /proc is read again then.
@@ -316,19 +324,19 @@ func (s *Server) CPU() (time.Duration, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		root, ok := procs[s.cmd.Process.Pid]
+		root, ok := procs[pid]
 		if !ok {
-			return 0, fmt.Errorf("pgtest: no process %d in /proc", s.cmd.Process.Pid)
+			return 0, fmt.Errorf("pgtest: no process %d in /proc", pid)
 		}
 		kids := map[int][]int{}
 		for pid, p := range procs {
 			kids[p.ppid] = append(kids[p.ppid], pid)
 		}
 		total := root.ticks
-		for todo := kids[s.cmd.Process.Pid]; len(todo) > 0; {
-			pid := todo[len(todo)-1]
-			todo = append(todo[:len(todo)-1], kids[pid]...)
-			total += procs[pid].ticks
+		for todo := kids[pid]; len(todo) > 0; {
+			p := todo[len(todo)-1]
+			todo = append(todo[:len(todo)-1], kids[p]...)
+			total += procs[p].ticks
 		}
 		// USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
 		return time.Duration(total) * (time.Second / 100), nil
