@@ -20,8 +20,8 @@
 //     go build -o bin/cpid-tui ./cmd/cpid-tui && go build -o /tmp/synth ./fixtures/synth
 //     go run ./cmd/incbench -synth /tmp/synth -skip 10000000 /tmp/10m.db
 //
-// It adds (runs+1) x 2 batches to the database (process runs, then the warm
-// ones and their warm-up), and prints a Markdown table for
+// It adds 2 x runs + 1 batches to the database (the process runs, then the
+// warm ones and their warm-up), and prints a Markdown table for
 // docs/BENCHMARKS.md. DB is a SQLite file or a postgres:// URL; for
 // PostgreSQL the alone databases are created on the same server (the
 // URL's user needs CREATEDB) and dropped after.
@@ -56,7 +56,7 @@ type config struct {
 	modes                                      []string
 	// server is the CPU the PostgreSQL server has used so far (nil for
 	// SQLite): a run's cost is cpid's CPU and the server's.
-	server func() time.Duration
+	server func() (time.Duration, error)
 }
 
 func main() {
@@ -76,7 +76,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 1 || c.synth == "" || c.skip <= 0 {
+	if flag.NArg() != 1 || c.synth == "" || c.skip <= 0 || c.runs < 1 || c.events < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -138,7 +138,7 @@ func run(ctx context.Context, c config) error {
 		}
 		return filepath.Join(dir, "audit"), nil
 	}
-	// Each way removes its batch once measured (batch's directory is the
+	// Each way removes a batch once measured (batch's directory is the
 	// parent of what it returns).
 	done := func(audit string) { os.RemoveAll(filepath.Dir(audit)) }
 	var rows []row
@@ -161,15 +161,16 @@ func run(ctx context.Context, c config) error {
 	}
 	fmt.Printf("%s, %d batches of %d events each way (fixtures/synth -skip from %d), load average %s at the start and %s at the end:\n\n",
 		engine, c.runs, c.events, c.skip, load, loadavg())
-	fmt.Println("| run | writes a batch | incremental, CPU | the same batch alone, CPU | ratio (medians) | incremental, wall | alone, wall |")
+	fmt.Println("| run | writes a batch | incremental, CPU | the same batch alone, CPU | ratio, medians (means) | incremental, wall (median) | alone, wall (median) |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		ic, ac := cpus(r.inc), cpus(r.alone)
-		fmt.Printf("| %s | %d-%d | %s-%s s, median %s | %s-%s s, median %s | %.1fx | %s s | %s s |\n", label(r.mode),
+		fmt.Printf("| %s | %d-%d | %s-%s s, median %s | %s-%s s, median %s | %.1fx (%.1fx) | %s s | %s s |\n", label(r.mode),
 			slices.Min(r.writes), slices.Max(r.writes),
 			secs(slices.Min(ic)), secs(slices.Max(ic)), secs(median(ic)),
 			secs(slices.Min(ac)), secs(slices.Max(ac)), secs(median(ac)),
-			float64(median(ic))/float64(median(ac)), secs(median(walls(r.inc))), secs(median(walls(r.alone))))
+			float64(median(ic))/float64(median(ac)), float64(mean(ic))/float64(mean(ac)),
+			secs(median(walls(r.inc))), secs(median(walls(r.alone))))
 	}
 	return nil
 }
@@ -190,38 +191,71 @@ func processRuns(ctx context.Context, c config, batch func() (string, error), do
 		if err != nil {
 			return r, err
 		}
-		defer done(dir)
-		files, _ := filepath.Glob(filepath.Join(dir, "*"))
-		if _, _, err := command(c, append([]string{"ingest", "--quiet", "--cluster", c.cluster, "--db", c.db}, files...)...); err != nil {
-			return r, err
-		}
-		s, out, err := command(c, "reconstruct", "--db", c.db, "--cluster", c.cluster)
+		s, a, writes, err := processRun(ctx, c, dir, i)
+		done(dir)
 		if err != nil {
 			return r, err
 		}
-		if strings.Contains(out, "full rebuild") {
-			return r, fmt.Errorf("the run on %s was a full rebuild, not an incremental one: the batch is older than what the database holds (a -skip past the events it has, earlier batches included):\n%s", c.db, out)
-		}
-		if writesOf(out) == 0 {
-			return r, fmt.Errorf("the run on %s explained no write: the batch was there already (a -skip past the batches added before)?\n%s", c.db, out)
-		}
-		alone, drop, err := emptyDB(ctx, c, fmt.Sprintf("process%d", i))
-		if err != nil {
-			return r, err
-		}
-		if _, _, err := command(c, append([]string{"ingest", "--quiet", "--cluster", c.cluster, "--db", alone}, files...)...); err != nil {
-			drop()
-			return r, err
-		}
-		a, _, err := command(c, "reconstruct", "--db", alone, "--cluster", c.cluster)
-		drop()
-		if err != nil {
-			return r, err
-		}
-		r.inc, r.alone, r.writes = append(r.inc, s), append(r.alone, a), append(r.writes, writesOf(out))
+		r.inc, r.alone, r.writes = append(r.inc, s), append(r.alone, a), append(r.writes, writes)
 		fmt.Fprintf(os.Stderr, "process %d/%d: incremental %s s CPU (%s wall), alone %s s (%s)\n", i+1, c.runs, secs(s.cpu), secs(s.wall), secs(a.cpu), secs(a.wall))
 	}
 	return r, nil
+}
+
+// processRun measures one batch, the audit files in dir, as processRuns says.
+func processRun(ctx context.Context, c config, dir string, i int) (inc, alone sample, writes int, err error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if err := ingestAll(c, c.db, files); err != nil {
+		return inc, alone, 0, err
+	}
+	inc, out, err := command(c, "reconstruct", "--db", c.db, "--cluster", c.cluster)
+	if err != nil {
+		return inc, alone, 0, err
+	}
+	if strings.Contains(out, "full rebuild") {
+		return inc, alone, 0, fmt.Errorf("the run on %s was a full rebuild, not an incremental one (a batch older than what the database holds, or a state of another build's engine):\n%s", c.db, out)
+	}
+	db, drop, err := emptyDB(ctx, c, fmt.Sprintf("process%d", i))
+	if err != nil {
+		return inc, alone, 0, err
+	}
+	defer drop()
+	if err := ingestAll(c, db, files); err != nil {
+		return inc, alone, 0, err
+	}
+	alone, _, err = command(c, "reconstruct", "--db", db, "--cluster", c.cluster)
+	return inc, alone, writesOf(out), err
+}
+
+// ingestAll runs cpid-tui ingest of files into db, and fails unless it
+// stored every event of the batch: a batch that overlaps what db holds
+// (a -skip short of the batches added before) would measure less than
+// its events.
+func ingestAll(c config, db string, files []string) error {
+	cmd := exec.Command(c.cpidTUI, append([]string{"ingest", "--cluster", c.cluster, "--db", db}, files...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s ingest --db %s: %v\n%s", c.cpidTUI, db, err, out)
+	}
+	if n := newEvents(string(out)); n != c.events {
+		return fmt.Errorf("%s ingest stored %d new audit events of the batch's %d into %s: the batch overlaps what the database holds (a -skip past the batches added before)?\n%s", c.cpidTUI, n, c.events, db, out)
+	}
+	return nil
+}
+
+// newEvents reads the new events an ingest stored from what it printed
+// ("database PATH: N new audit events ..."); -1 when it printed none.
+func newEvents(out string) int {
+	f := strings.Fields(out)
+	for i := 0; i+3 < len(f); i++ {
+		if f[i+1] == "new" && f[i+2] == "audit" && f[i+3] == "events" {
+			var n int
+			if _, err := fmt.Sscan(f[i], &n); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 // command runs cpid-tui with args and returns its CPU (and the server's)
@@ -230,28 +264,42 @@ func command(c config, args ...string) (sample, string, error) {
 	cmd := exec.Command(c.cpidTUI, args...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	s0, start := c.serverNow(), time.Now()
-	err := cmd.Run()
-	wall, server := time.Since(start), c.serverNow()-s0
+	s0, err := c.serverNow()
+	if err != nil {
+		return sample{}, "", err
+	}
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
 	if err != nil {
 		return sample{}, "", fmt.Errorf("%s %s: %v\n%s%s", c.cpidTUI, strings.Join(args[:min(len(args), 4)], " "), err, out.String(), errOut.String())
 	}
+	s1, err := c.serverNow()
+	if err != nil {
+		return sample{}, "", err
+	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return sample{cpu: tv(ru.Utime) + tv(ru.Stime) + server, wall: wall}, out.String(), nil
+	return sample{cpu: tv(ru.Utime) + tv(ru.Stime) + s1 - s0, wall: wall}, out.String(), nil
 }
 
 // serverNow is the server's CPU so far, 0 without a server.
-func (c config) serverNow() time.Duration {
+func (c config) serverNow() (time.Duration, error) {
 	if c.server == nil {
-		return 0
+		return 0, nil
 	}
-	return c.server()
+	d, err := c.server()
+	if err != nil {
+		return 0, fmt.Errorf("the server's CPU: %w", err)
+	}
+	return d, nil
 }
 
 // serverCPU finds the PostgreSQL server of db on this machine (the parent
 // of the backend serving a connection: the postmaster) and returns a
-// reader of its CPU, its backends and workers included.
-func serverCPU(ctx context.Context, db string) (func() time.Duration, error) {
+// reader of its CPU, its backends and workers included. It fails unless
+// the backend's process here is PostgreSQL's: a server in another PID
+// namespace (a container) or on another host has other processes' ids.
+func serverCPU(ctx context.Context, db string) (func() (time.Duration, error), error) {
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
 		return nil, err
@@ -261,9 +309,14 @@ func serverCPU(ctx context.Context, db string) (func() time.Duration, error) {
 	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		return nil, err
 	}
+	here := "incbench counts the CPU of a PostgreSQL server running on this machine, in its PID namespace"
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", backend))
+	if err != nil || !strings.HasPrefix(string(cmdline), "postgres") {
+		return nil, fmt.Errorf("the backend of %s, process %d, is not a PostgreSQL process of this machine (%q, %v): %s", db, backend, cmdline, err, here)
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
 	if err != nil {
-		return nil, fmt.Errorf("the server's CPU is read from /proc, and its backend %d is not in this machine's (%w): incbench measures a PostgreSQL server running here", backend, err)
+		return nil, fmt.Errorf("%w: %s", err, here)
 	}
 	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
@@ -274,16 +327,14 @@ func serverCPU(ctx context.Context, db string) (func() time.Duration, error) {
 	if _, err := fmt.Sscan(f[1], &postmaster); err != nil {
 		return nil, fmt.Errorf("/proc/%d/stat: %w", backend, err)
 	}
-	if _, err := pgtest.TreeCPU(postmaster); err != nil {
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", postmaster)); err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+		return nil, fmt.Errorf("the parent of backend %d, process %d, is not PostgreSQL's postmaster (%q, %v): %s", backend, postmaster, comm, err, here)
+	}
+	read := func() (time.Duration, error) { return pgtest.TreeCPU(postmaster) }
+	if _, err := read(); err != nil {
 		return nil, err
 	}
-	return func() time.Duration {
-		d, err := pgtest.TreeCPU(postmaster)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "incbench: the server's CPU:", err)
-		}
-		return d
-	}, nil
+	return read, nil
 }
 
 // writesOf reads the writes a run explained from what cpid-tui reconstruct
@@ -340,27 +391,8 @@ func warmRuns(ctx context.Context, c config, batch func() (string, error), done 
 		if err != nil {
 			return r, err
 		}
-		defer done(dir)
-		files, _ := filepath.Glob(filepath.Join(dir, "*"))
-		if _, err := (&ingest.Ingester{Sink: st.sink}).Run(ctx, files); err != nil {
-			return r, fmt.Errorf("ingest into %s: %w", c.db, err)
-		}
-		s, rep, err := timed(c, func() (reconstruct.Report, error) { return reconstruct.Run(ctx, st.view, opt) })
-		if err != nil {
-			return r, fmt.Errorf("reconstruct %s: %w", c.db, err)
-		}
-		if rep.Full {
-			return r, fmt.Errorf("the run on %s was a full rebuild (%s), not an incremental one: the batch is older than what the database holds (a -skip past the events it has, earlier batches included)", c.db, rep.Why)
-		}
-		if rep.Writes == 0 {
-			return r, fmt.Errorf("the run on %s explained no write: the batch was there already (a -skip past the batches added before)?", c.db)
-		}
-		alone, drop, err := emptyDB(ctx, c, fmt.Sprintf("warm%d", i+1))
-		if err != nil {
-			return r, err
-		}
-		a, err := aloneWarm(ctx, c, alone, files, opt)
-		drop()
+		s, a, writes, err := warmRun(ctx, c, st, dir, i, opt)
+		done(dir)
 		if err != nil {
 			return r, err
 		}
@@ -368,10 +400,45 @@ func warmRuns(ctx context.Context, c config, batch func() (string, error), done 
 			fmt.Fprintf(os.Stderr, "warm-up: incremental %s s CPU, alone %s s (not counted)\n", secs(s.cpu), secs(a.cpu))
 			continue
 		}
-		r.inc, r.alone, r.writes = append(r.inc, s), append(r.alone, a), append(r.writes, rep.Writes)
+		r.inc, r.alone, r.writes = append(r.inc, s), append(r.alone, a), append(r.writes, writes)
 		fmt.Fprintf(os.Stderr, "warm %d/%d: incremental %s s CPU (%s wall), alone %s s (%s)\n", i+1, c.runs, secs(s.cpu), secs(s.wall), secs(a.cpu), secs(a.wall))
 	}
 	return r, nil
+}
+
+// warmRun measures one batch, the audit files in dir, as warmRuns says.
+func warmRun(ctx context.Context, c config, st *opened, dir string, i int, opt reconstruct.Options) (inc, alone sample, writes int, err error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if err := ingestIn(ctx, c, st, c.db, files); err != nil {
+		return inc, alone, 0, err
+	}
+	inc, rep, err := timed(c, func() (reconstruct.Report, error) { return reconstruct.Run(ctx, st.view, opt) })
+	if err != nil {
+		return inc, alone, 0, fmt.Errorf("reconstruct %s: %w", c.db, err)
+	}
+	if rep.Full {
+		return inc, alone, 0, fmt.Errorf("the run on %s was a full rebuild (%s), not an incremental one (a batch older than what the database holds, or a state of another build's engine)", c.db, rep.Why)
+	}
+	db, drop, err := emptyDB(ctx, c, fmt.Sprintf("warm%d", i+1))
+	if err != nil {
+		return inc, alone, 0, err
+	}
+	defer drop()
+	alone, err = aloneWarm(ctx, c, db, files, opt)
+	return inc, alone, rep.Writes, err
+}
+
+// ingestIn ingests files into the open store st (of db), and fails unless
+// it stored every event of the batch (ingestAll).
+func ingestIn(ctx context.Context, c config, st *opened, db string, files []string) error {
+	sum, err := (&ingest.Ingester{Sink: st.sink}).Run(ctx, files)
+	if err != nil {
+		return fmt.Errorf("ingest into %s: %w", db, err)
+	}
+	if n := sum.Written.Audits; n != c.events {
+		return fmt.Errorf("ingest stored %d new audit events of the batch's %d into %s: the batch overlaps what the database holds (a -skip past the batches added before)?", n, c.events, db)
+	}
+	return nil
 }
 
 // aloneWarm ingests files into the empty database db and times its first
@@ -382,8 +449,8 @@ func aloneWarm(ctx context.Context, c config, db string, files []string, opt rec
 		return sample{}, err
 	}
 	defer st.close()
-	if _, err := (&ingest.Ingester{Sink: st.sink}).Run(ctx, files); err != nil {
-		return sample{}, fmt.Errorf("ingest into %s: %w", db, err)
+	if err := ingestIn(ctx, c, st, db, files); err != nil {
+		return sample{}, err
 	}
 	s, _, err := timed(c, func() (reconstruct.Report, error) { return reconstruct.Run(ctx, st.view, opt) })
 	return s, err
@@ -392,9 +459,20 @@ func aloneWarm(ctx context.Context, c config, db string, files []string, opt rec
 // timed runs f and returns the process's CPU (and the server's) and the
 // wall time it took.
 func timed(c config, f func() (reconstruct.Report, error)) (sample, reconstruct.Report, error) {
-	c0, s0, start := processCPU(), c.serverNow(), time.Now()
+	// The server's CPU is read from /proc outside the process's readings,
+	// so that this process's reads of /proc are not counted in the run.
+	s0, err := c.serverNow()
+	if err != nil {
+		return sample{}, reconstruct.Report{}, err
+	}
+	c0, start := processCPU(), time.Now()
 	rep, err := f()
-	return sample{cpu: processCPU() - c0 + c.serverNow() - s0, wall: time.Since(start)}, rep, err
+	cpu, wall := processCPU()-c0, time.Since(start)
+	if err != nil {
+		return sample{}, rep, err
+	}
+	s1, err := c.serverNow()
+	return sample{cpu: cpu + s1 - s0, wall: wall}, rep, err
 }
 
 func processCPU() time.Duration {
@@ -411,11 +489,13 @@ func processCPU() time.Duration {
 func emptyDB(ctx context.Context, c config, name string) (db string, drop func(), err error) {
 	if !isPostgres(c.db) {
 		path := filepath.Join(c.tmp, "alone-"+name+".db")
-		return path, func() {
+		drop := func() {
 			for _, s := range []string{"", "-wal", "-shm"} {
 				os.Remove(path + s)
 			}
-		}, nil
+		}
+		drop() // a file an earlier run left in the same -tmp
+		return path, drop, nil
 	}
 	u, err := url.Parse(c.db)
 	if err != nil {
@@ -431,6 +511,9 @@ func emptyDB(ctx context.Context, c config, name string) (db string, drop func()
 		return "", nil, fmt.Errorf("create database %s for a batch alone (the user of %s needs CREATEDB): %w", dbName, u.Redacted(), err)
 	}
 	u.Path = "/" + dbName
+	q := u.Query()
+	q.Del("dbname") // it would name the database instead of the path
+	u.RawQuery = q.Encode()
 	return u.String(), func() {
 		if _, err := conn.Exec(context.WithoutCancel(ctx), "DROP DATABASE "+dbName+" WITH (FORCE)"); err != nil {
 			fmt.Fprintf(os.Stderr, "incbench: drop database %s: %v\n", dbName, err)
@@ -463,11 +546,23 @@ func walls(s []sample) []time.Duration {
 	return d
 }
 
-// median is the middle value (the lower of the two middle ones).
+// median is the middle value, the mean of the two middle ones for an even
+// count.
 func median(d []time.Duration) time.Duration {
 	d = slices.Clone(d)
 	slices.Sort(d)
-	return d[(len(d)-1)/2]
+	if n := len(d); n%2 == 0 {
+		return (d[n/2-1] + d[n/2]) / 2
+	}
+	return d[len(d)/2]
+}
+
+func mean(d []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return sum / time.Duration(len(d))
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

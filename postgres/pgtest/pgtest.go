@@ -1,7 +1,7 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests, from the
 // binaries of the Debian postgresql package: initdb in a temporary
 // directory, a server on a unix socket there, stopped and removed at the
-// end. Tests and cmd/tailbench import it; cpid-tui never does, so it never
+// end. Tests, cmd/tailbench and cmd/incbench import it; cpid-tui never does, so it never
 // ships in the product's binary.
 //
 // PostgreSQL refuses to run as root, and CI runs as root: then the server
@@ -329,8 +329,8 @@ func TreeCPU(pid int) (time.Duration, error) {
 			return 0, fmt.Errorf("pgtest: no process %d in /proc", pid)
 		}
 		kids := map[int][]int{}
-		for pid, p := range procs {
-			kids[p.ppid] = append(kids[p.ppid], pid)
+		for child, p := range procs {
+			kids[p.ppid] = append(kids[p.ppid], child)
 		}
 		total := root.ticks
 		for todo := kids[pid]; len(todo) > 0; {
