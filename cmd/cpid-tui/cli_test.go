@@ -99,6 +99,9 @@ func TestExitCodes(t *testing.T) {
 		{"no command", nil, 2, "Load and derive:"},
 		{"output a command does not print", []string{"ingest", "-o", "json", some}, 2, "ingest prints no listing"},
 		{"missing database", []string{"query", "changes", "--db", filepath.Join(dir, "none.db")}, 1, "no database at"},
+		{"reconstruct, missing database", []string{"reconstruct", "--db", filepath.Join(dir, "none.db")}, 1, "no database at"},
+		{"prune, missing database", []string{"prune", "--max-cpids", "10", "--db", filepath.Join(dir, "none.db")}, 1, "no database at"},
+		{"expire, SQLite", []string{"expire", "--before", "1h", "--db", filepath.Join(dir, "none.db")}, 1, "ingest the audit files to keep into a new database"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, errOut := runCmd(t, nil, c.args...)
@@ -108,7 +111,7 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 	if _, err := os.Stat(filepath.Join(dir, "none.db")); !os.IsNotExist(err) {
-		t.Errorf("query created the missing database: %v", err)
+		t.Errorf("query, reconstruct, prune or expire created the missing database: %v", err)
 	}
 }
 

@@ -93,6 +93,24 @@ func openDatabase(ctx context.Context, db string) (*database, error) {
 	return openStore(ctx, os.Stderr, db, readWrite)
 }
 
+// existing refuses a SQLite --db that is not there, for the commands that
+// work on a database but do not make one (reconstruct, prune): a mistyped
+// path would otherwise become an empty database, and the run on it would
+// succeed with nothing, where the readers refuse it (sqlite.Open). A
+// database another cpid-tui is creating (PATH.partial) is waited for by
+// the open, as readers wait.
+func existing(db string) error {
+	if isPostgres(db) {
+		return nil
+	}
+	for _, p := range []string{db, db + ".partial"} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no database at %s (cpid-tui ingest creates one)", db)
+}
+
 // openStore opens --db for a command, telling w when the SQLite path is a
 // symbolic link: a link is followed, and said so, since the file written
 // is not where --db points; a link to nothing is refused, since opening it

@@ -59,7 +59,7 @@ func setupExpire(c *cobra.Command, e *env) runFunc {
 			return usagef("give --before")
 		}
 		if !isPostgres(e.db) {
-			return fmt.Errorf("expire: only a PostgreSQL database (--db postgres://...) expires records for now; a SQLite file is copied or cut by time with export")
+			return fmt.Errorf("only a PostgreSQL database (--db postgres://...) expires records for now; for a SQLite file, ingest the audit files to keep into a new database")
 		}
 		db, err := openStore(ctx, e.notices(), e.db, readWrite)
 		if err != nil {

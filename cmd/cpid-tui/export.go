@@ -99,6 +99,9 @@ func setupExport(c *cobra.Command, e *env) runFunc {
 		case *limit < 0:
 			return usage(fmt.Sprintf("--limit %d: give 0 (all) or more", *limit))
 		}
+		if err := fileNotFormat(*out, "--format otlp, jaeger or perfetto (each writes JSON)"); err != nil {
+			return err
+		}
 		write := writers[*format] // one of exportFormats (a choice)
 		pusher, err := newPusher(func(format string, a ...any) { fmt.Fprintf(e.stderr, format+"\n", a...) })
 		if err != nil {

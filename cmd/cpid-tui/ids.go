@@ -39,7 +39,7 @@ func resolveChange(ctx context.Context, st cpid.ChangeReader, id string) (string
 		fmt.Fprintf(&b, "\n  %s  %s  %s %s", c.ID, clock(c.StartedNS), c.Verb, object(c.Kind, c.Namespace, c.Name)+sub(c.Subresource))
 	}
 	b.WriteString("\ngive more of the id")
-	return "", fmt.Errorf("%w: %s", errAmbiguous, b.String())
+	return "", markf(errAmbiguous, "%s", b.String())
 }
 
 // resolveCPID returns the CPID that id names: that CPID of the merge graph,
@@ -65,7 +65,7 @@ func resolveCPID(ctx context.Context, st cpid.ChangeReader, id string) (string, 
 	if len(cs) > maxCandidates {
 		cs, n = cs[:maxCandidates], fmt.Sprintf("more than %d", maxCandidates)
 	}
-	return "", fmt.Errorf("%w: CPID %q is ambiguous: it starts %s CPIDs:\n  %s\ngive more of it", errAmbiguous, id, n, strings.Join(cs, "\n  "))
+	return "", markf(errAmbiguous, "CPID %q is ambiguous: it starts %s CPIDs:\n  %s\ngive more of it", id, n, strings.Join(cs, "\n  "))
 }
 
 // idLength is how many characters of a change id or CPID a listing in

@@ -203,7 +203,7 @@ func setupIngest(c *cobra.Command, e *env) runFunc {
 			return errors.Join(errs...)
 		}
 		if *strict && sum.Bad > 0 {
-			return fmt.Errorf("%w: %s skipped (--strict)", errBadLines, present.Plural(sum.Bad, "bad line"))
+			return markf(errBadLines, "%s skipped (--strict)", present.Plural(sum.Bad, "bad line"))
 		}
 		return nil
 	}
@@ -263,7 +263,7 @@ func unreadInputs(s *ingest.Summary) []error {
 		for _, b := range in.first {
 			lines = append(lines, "  "+present.Printable(b.Error()))
 		}
-		bad := fmt.Sprintf("%d bad lines", in.bad)
+		bad := present.Plural(in.bad, "bad line")
 		if in.files > 1 {
 			bad += fmt.Sprintf(" in %d files", in.files)
 		}
@@ -489,7 +489,11 @@ func printBadLines(w io.Writer, s *ingest.Summary) {
 	if s.Bad == 0 {
 		return
 	}
-	fmt.Fprintf(w, "bad lines: %d (skipped, the rest was stored)\n", s.Bad)
+	if n := s.Written; n.Audits+n.AuditDups+n.Logs+n.LogDups > 0 {
+		fmt.Fprintf(w, "bad lines: %d (skipped, the rest was stored)\n", s.Bad)
+	} else {
+		fmt.Fprintf(w, "bad lines: %d (skipped; no other record was read)\n", s.Bad)
+	}
 	for _, b := range s.BadLines {
 		fmt.Fprintf(w, "  %s\n", present.Printable(b.Error()))
 	}

@@ -564,3 +564,14 @@ func dur(ns int64) string { return present.Duration(ns) }
 
 // object formats kind namespace/name.
 func object(kind, ns, name string) string { return cpid.ObjectName(kind, ns, name) }
+
+// fileNotFormat refuses the -o of a command whose -o is a file (report,
+// export) when it is a listing's format (-o json everywhere else): a file
+// named json written in silence is not what the habit meant. A path with
+// a directory (./json) is a file of that name.
+func fileNotFormat(out, formatHint string) error {
+	if slices.Contains(listFormats, strings.ToLower(out)) {
+		return usagef("-o %s: -o is the file to write here, not a format; give %s (or ./%s to write a file of that name)", out, formatHint, out)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -42,7 +43,7 @@ database is opened read-only: never created, never migrated.
   origins CPID       the CPID and every CPID it descends from
   hops               the reaction windows beside the hops observed in this
                      database, per rule, writer and resource: the window (docs/CAUSALITY.md),
-                     how many hops, p50/p90/p99/max, how many were past it
+                     how many hops, p50 and max (p90 and p99 with -o wide), how many were past it
                      and why they waited (--change ID for one change)
   anomalies          what the logs show that a reconstruction must not hide:
                      rv-backwards (a replayed watch, skewed apiservers),
@@ -107,7 +108,7 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		"changes: keep those started by")
 	fs.DurationVar(&f.minDuration, "min-duration", 0, "changes: keep those that took at least this long, started to last write")
 	var windows paths
-	fs.Var(&windows, "window", "hops: a reaction window [RULE/]WRITER=DURATION before the defaults, as given to reconstruct (repeatable)")
+	fs.Var(&windows, "window", "hops: a reaction window `[RULE/]WRITER=DURATION` before the defaults, as given to reconstruct (repeatable)")
 	c.RegisterFlagCompletionFunc("change", completeChanges(e))
 	f.complete(c, e)
 	c.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -156,25 +157,37 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		}
 		defer db0.close()
 		st := db0.view(e.cluster)
-		if *change != "" {
-			if *change, err = resolveChange(ctx, st, *change); err != nil {
-				return err
-			}
-		}
-		// An empty answer from a database never reconstructed says why.
+		// An empty answer from a database never reconstructed says why, as
+		// does an id it does not find there.
 		empty := func(n int) {
 			if n == 0 {
 				db0.hintReconstruct(ctx, e, e.db, e.cluster)
 			}
 		}
+		if *change != "" {
+			if *change, err = resolveChange(ctx, st, *change); err != nil {
+				empty(0)
+				return err
+			}
+		}
 		q := queryRun{e: e, c: c, st: st, format: format, empty: empty}
+		err = q.run(ctx, pos, f, cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: *limit}, *change, ws)
+		if err != nil && !errors.Is(err, errUsage) {
+			empty(0)
+		}
+		return err
+	}
+}
+
+// run runs the query pos names, change resolved already.
+func (q queryRun) run(ctx context.Context, pos []string, f filters, cq cpid.ChangeQuery, change string, ws []reconstruct.Window) error {
+	e, c, st := q.e, q.c, q.st
+	{
 		switch pos[0] {
 		case "changes":
-			n := *limit
-			if n == 0 {
-				n = math.MaxInt // the engines take 0 for their default
+			if cq.Limit == 0 {
+				cq.Limit = math.MaxInt // the engines take 0 for their default
 			}
-			cq := cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: n}
 			if err := f.changeQuery(ctx, st, &cq); err != nil {
 				return usagef("%v", err)
 			}
@@ -186,11 +199,11 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		case "spans":
 			return q.spans(ctx, pos[1])
 		case "sli":
-			return querySLI(ctx, e, c, st, *change)
+			return querySLI(ctx, e, c, st, change)
 		case "anomalies":
-			return q.anomalies(ctx, *change)
+			return q.anomalies(ctx, change)
 		}
-		return queryHops(ctx, e, c, st, *change, ws)
+		return queryHops(ctx, e, c, st, change, ws, q.empty)
 	}
 }
 
@@ -433,11 +446,12 @@ type hopRow struct {
 	Explain  map[string]int `json:"explain"`     // hops per explanation
 }
 
-func queryHops(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReader, change string, windows []reconstruct.Window) error {
+func queryHops(ctx context.Context, e *env, c *cobra.Command, st cpid.ChangeReader, change string, windows []reconstruct.Window, empty func(int)) error {
 	hops, err := st.Hops(ctx, change)
 	if err != nil {
 		return err
 	}
+	empty(len(hops))
 	out := []hopRow{}
 	l := listing{head: []string{"RULE", "WRITER", "RESOURCE", "WINDOW", "HOPS", "P50", "P90", "P99", "MAX", "PAST WINDOW", "WHY"},
 		text: []int{3}, wideOnly: []int{6, 7}, data: &out}

@@ -141,14 +141,24 @@ func TestReadingReadOnlyFile(t *testing.T) {
 }
 
 // TestReadingHintsReconstruct: a query of a database never reconstructed
-// says to run reconstruct; one reconstructed says nothing.
+// says to run reconstruct, an empty listing and an id not found alike;
+// one reconstructed says nothing.
 func TestReadingHintsReconstruct(t *testing.T) {
 	for _, derive := range []bool{false, true} {
 		db := ingested(t, derive)
-		code, _, errOut := runCmd(t, nil, "query", "changes", "--db", db)
-		hint := strings.Contains(errOut, "run `cpid-tui reconstruct --db "+db+"`")
-		if code != 0 || hint == derive {
-			t.Errorf("reconstructed %v: exit %d, stderr %q; want 0 and a hint only when not", derive, code, errOut)
+		for _, c := range []struct {
+			args []string
+			code int
+		}{
+			{[]string{"query", "changes"}, 0},
+			{[]string{"query", "hops"}, 0},
+			{[]string{"query", "timeline", "abc"}, 1},
+		} {
+			code, _, errOut := runCmd(t, nil, append(c.args, "--db", db)...)
+			hint := strings.Contains(errOut, "run `cpid-tui reconstruct --db "+db+"`")
+			if code != c.code || hint == derive {
+				t.Errorf("%v, reconstructed %v: exit %d, stderr %q; want %d and a hint only when not", c.args, derive, code, errOut, c.code)
+			}
 		}
 	}
 }

@@ -75,7 +75,7 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 	ignore := fs.Bool("ignore-cpids", false, "leave out the CPIDs writes carry (annotations, controllers' mergelog lines): inference alone decides, to measure it against an instrumented recording (a run that changes this setting rebuilds everything)")
 	maxObjects := fs.Int("max-objects", reconstruct.DefaultMaxObjects, "objects' states held in memory before the least recently met half go to a temporary file (-1: never)")
 	var windows paths
-	fs.Var(&windows, "window", "a reaction window [RULE/]WRITER=DURATION before the defaults (repeatable; `query hops` shows them); with --full to apply it to what was derived before")
+	fs.Var(&windows, "window", "a reaction window `[RULE/]WRITER=DURATION` before the defaults (repeatable; query hops shows them); with --full to apply it to what was derived before")
 	return func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("unexpected arguments %q", args)
@@ -92,6 +92,9 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 				return err
 			}
 			opt.Windows = append(opt.Windows, win)
+		}
+		if err := existing(e.db); err != nil {
+			return err
 		}
 		db, err := openStore(ctx, e.notices(), e.db, readWriteNative)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cpid-dev/cpid"
+	"github.com/cpid-dev/cpid/present"
 )
 
 // errAmbiguous marks a reference or an id that names more than one thing;
@@ -51,10 +52,10 @@ func findObject(ctx context.Context, st cpid.ChangeReader, w io.Writer, ref cpid
 		fmt.Fprintf(&b, "%s names %d objects:", ref, len(ms))
 		fleet := ms[0].Cluster != ms[len(ms)-1].Cluster
 		for _, m := range ms {
-			fmt.Fprintf(&b, "\n  %s  (%d writes, %s to %s)", describeMatch(m, fleet), m.Writes, clock(m.FirstNS), clock(m.LastNS))
+			fmt.Fprintf(&b, "\n  %s  (%s, %s to %s)", describeMatch(m, fleet), present.Plural(m.Writes, "write"), clock(m.FirstNS), clock(m.LastNS))
 		}
 		b.WriteString("\ngive one with --namespace (-n), a group (TYPE.GROUP/NAME) or --cluster")
-		return cpid.ObjectMatch{}, fmt.Errorf("%w: %s", errAmbiguous, b.String())
+		return cpid.ObjectMatch{}, markf(errAmbiguous, "%s", b.String())
 	}
 	for _, r := range ref.Resources {
 		if res, ok := cpid.LookupResource(r); ok && res.Ignored() {

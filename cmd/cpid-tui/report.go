@@ -67,11 +67,14 @@ func setupReport(c *cobra.Command, e *env) runFunc {
 	fs := c.Flags()
 	format := new(string)
 	choiceVar(fs, format, "format", "", "html or md (default: from FILE's extension, "+strings.Join(reportExts, ", ")+", else html)", "html", "md")
-	out := fs.StringP("output", "o", "-", "the file to write (- for stdout), ending in "+strings.Join(reportExts, ", ")+" unless --format is given; with --format md the chart goes beside it")
+	out := fs.StringP("output", "o", "-", "the file to write (- for stdout); unless --format is given its extension is the format ("+strings.Join(reportExts, ", ")+"; none: HTML), another is refused; with --format md the chart goes beside it")
 	c.ValidArgsFunction = argChanges(e, 1)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 1 {
 			return usagef("give one change id")
+		}
+		if err := fileNotFormat(*out, "--format html or md"); err != nil {
+			return err
 		}
 		f, err := reportFormat(*format, *out)
 		if err != nil {
@@ -148,9 +151,32 @@ func reportFormat(format, out string) (string, error) {
 }
 
 // writeFile writes path through fill, whole or not at all: into a
-// temporary file beside it, renamed over it once complete.
+// temporary file beside it, renamed over it once complete. What is not a
+// file (/dev/null, /dev/stdout, a named pipe) is written through, never
+// replaced: a rename would put a file where the device was, for every
+// program after (as root, /dev/null itself). A symbolic link to a file
+// keeps pointing there: the file it names is the one replaced.
 func writeFile(path string, fill func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return fmt.Errorf("write %s: it is a directory", path)
+		}
+		return writeThrough(path, fill)
+	}
+	target := path
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		t, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			// A link to nothing: the file is made where it points.
+			return writeThrough(path, fill)
+		}
+		target = t
+	}
+	dir := filepath.Dir(target)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("write %s: no directory %s", path, dir)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -166,7 +192,24 @@ func writeFile(path string, fill func(io.Writer) error) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeThrough writes path as it is, opened for writing: a device or a
+// pipe, or a file made where a link to nothing points.
+func writeThrough(path string, fill func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := fill(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

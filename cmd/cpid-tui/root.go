@@ -78,6 +78,22 @@ var errUsage = errors.New("usage")
 // when asked to say so (ingest --strict): exit 3.
 var errBadLines = errors.New("bad lines")
 
+// marked is an error whose message is msg alone, marked as mark for
+// errors.Is (errBadLines, errAmbiguous): "%w: %s" would print the mark
+// before a message that says it again ("ambiguous: ... is ambiguous").
+type marked struct {
+	mark error
+	msg  string
+}
+
+func (m marked) Error() string { return m.msg }
+func (m marked) Unwrap() error { return m.mark }
+
+// markf is a marked error of mark, its message formatted.
+func markf(mark error, format string, a ...any) error {
+	return marked{mark: mark, msg: fmt.Sprintf(format, a...)}
+}
+
 // usageError is a usage error with what was wrong; shown when the usage
 // was printed already.
 type usageError struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cpid-dev/cpid/postgres/pgtest"
+	"github.com/cpid-dev/cpid/sqlite"
 )
 
 // TestClosedValues: a value outside the closed set a flag (or a
@@ -43,6 +45,8 @@ func TestClosedValues(t *testing.T) {
 		{"report format", []string{"report", id, "--format", "pdf"}, `--format "pdf": want one of html, md`},
 		{"report extension", []string{"report", id, "-o", filepath.Join(dir, "x.pdf")},
 			`extension ".pdf": want one of .html, .htm, .md, .markdown`},
+		{"report output a format", []string{"report", id, "-o", "json"}, `-o json: -o is the file to write here, not a format; give --format html or md`},
+		{"export output a format", []string{"export", "--all", "-o", "YAML"}, `-o YAML: -o is the file to write here, not a format; give --format otlp`},
 		{"reconstruct window rule", []string{"reconstruct", "--window", "ownr/kwok=10s"}, rules},
 		{"query hops window rule", []string{"query", "hops", "--window", "ownr/kwok=10s"}, rules},
 		{"query name", []string{"query", "bogus"}, `query "bogus": want one of changes, timeline, spans, related, origins, sli, hops, anomalies`},
@@ -58,8 +62,10 @@ func TestClosedValues(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "x.pdf")); !os.IsNotExist(err) {
-		t.Errorf("report -o x.pdf wrote the file: %v", err)
+	for _, f := range []string{filepath.Join(dir, "x.pdf"), "json", "YAML"} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("report or export wrote %s: %v", f, err)
+		}
 	}
 	// Any letter case names the same value.
 	for _, args := range [][]string{
@@ -118,6 +124,14 @@ func TestUnknownCluster(t *testing.T) {
 				fleet, empty = pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 			}
 			log := filepath.Join(basicBundle, "audit", "audit.log")
+			if engine == "sqlite" {
+				// The schema, no records (reconstruct makes no SQLite file).
+				s, err := sqlite.Open(context.Background(), empty)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+			}
 			for _, args := range [][]string{
 				{"ingest", "--db", fleet, "--cluster", "prod-us", log},
 				{"ingest", "--db", fleet, "--cluster", "prod-eu", log},
