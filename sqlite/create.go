@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -67,6 +68,19 @@ func doneCreating(lock *os.File, final string) {
 		}
 	}
 	lock.Close()
+}
+
+// WaitCreation waits while another process creates the database at path
+// (a bulk load, a writer making its schema), creating nothing; a command
+// that needs the database to exist looks for it then (cpid-tui
+// reconstruct): a PATH.partial that nobody holds, left by a load that
+// died, is not one on its way.
+func WaitCreation(ctx context.Context, path string, notice func(string)) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	return waitCreation(ctx, abs, notice)
 }
 
 // waitCreation waits until no process creates the database at final: a

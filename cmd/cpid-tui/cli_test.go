@@ -84,6 +84,8 @@ func TestExitCodes(t *testing.T) {
 	os.WriteFile(some, append(good, "not json\n"...), 0o644)
 	all := filepath.Join(dir, "all.log")
 	os.WriteFile(all, []byte("not json\nnor this\n"), 0o644)
+	// What a bulk load that died leaves: its lock file, held by nobody.
+	os.WriteFile(filepath.Join(dir, "died.db.partial"), nil, 0o600)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -101,6 +103,7 @@ func TestExitCodes(t *testing.T) {
 		{"missing database", []string{"query", "changes", "--db", filepath.Join(dir, "none.db")}, 1, "no database at"},
 		{"reconstruct, missing database", []string{"reconstruct", "--db", filepath.Join(dir, "none.db")}, 1, "no database at"},
 		{"prune, missing database", []string{"prune", "--max-cpids", "10", "--db", filepath.Join(dir, "none.db")}, 1, "no database at"},
+		{"reconstruct, the lock file of a load that died", []string{"reconstruct", "--db", filepath.Join(dir, "died.db")}, 1, "no database at"},
 		{"expire, SQLite", []string{"expire", "--before", "1h", "--db", filepath.Join(dir, "none.db")}, 1, "ingest the audit files to keep into a new database"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,8 +113,10 @@ func TestExitCodes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "none.db")); !os.IsNotExist(err) {
-		t.Errorf("query, reconstruct, prune or expire created the missing database: %v", err)
+	for _, f := range []string{"none.db", "died.db"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("query, reconstruct, prune or expire created the missing database %s: %v", f, err)
+		}
 	}
 }
 

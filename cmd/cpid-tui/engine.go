@@ -97,18 +97,21 @@ func openDatabase(ctx context.Context, db string) (*database, error) {
 // work on a database but do not make one (reconstruct, prune): a mistyped
 // path would otherwise become an empty database, and the run on it would
 // succeed with nothing, where the readers refuse it (sqlite.Open). A
-// database another cpid-tui is creating (PATH.partial) is waited for by
-// the open, as readers wait.
-func existing(db string) error {
+// database another cpid-tui is creating (its PATH.partial locked) is
+// waited for, as readers wait; a PATH.partial left by a load that died is
+// not a database.
+func existing(ctx context.Context, w io.Writer, db string) error {
 	if isPostgres(db) {
 		return nil
 	}
-	for _, p := range []string{db, db + ".partial"} {
-		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
+	notice := func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", db, s) }
+	if err := sqlite.WaitCreation(ctx, db, notice); err != nil {
+		return fmt.Errorf("open database %s: %w", db, err)
 	}
-	return fmt.Errorf("no database at %s (cpid-tui ingest creates one)", db)
+	if _, err := os.Lstat(db); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no database at %s (cpid-tui ingest creates one)", db)
+	}
+	return nil
 }
 
 // openStore opens --db for a command, telling w when the SQLite path is a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/cpid-dev/cpid/postgres/pgtest"
+	"github.com/cpid-dev/cpid/sqlite"
 )
 
 // TestFleetTailers: the tailers of four clusters write one database at
@@ -56,7 +58,15 @@ func testFleetTailers(t *testing.T, dir, db, driver, dsn string) {
 		}
 		return out
 	}
-	// The database exists before the processes start, as a fleet's does.
+	// The database exists before the processes start, as a fleet's does:
+	// made by its first open (reconstruct makes no SQLite file).
+	if driver == "sqlite" {
+		s, err := sqlite.Open(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
 	must("reconstruct", "--db", db)
 
 	var tailers []proc

@@ -63,7 +63,7 @@ func setupPrune(c *cobra.Command, e *env) runFunc {
 		if len(args) > 0 || (*maxCPIDs <= 0 && *olderThan <= 0) {
 			return usagef("give --max-cpids or --older-than")
 		}
-		if err := existing(e.db); err != nil {
+		if err := existing(ctx, e.notices(), e.db); err != nil {
 			return err
 		}
 		db, err := openStore(ctx, e.notices(), e.db, readWrite)

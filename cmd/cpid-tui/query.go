@@ -159,8 +159,10 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		st := db0.view(e.cluster)
 		// An empty answer from a database never reconstructed says why, as
 		// does an id it does not find there.
+		told := false
 		empty := func(n int) {
-			if n == 0 {
+			if n == 0 && !told {
+				told = true
 				db0.hintReconstruct(ctx, e, e.db, e.cluster)
 			}
 		}
@@ -172,7 +174,7 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 		}
 		q := queryRun{e: e, c: c, st: st, format: format, empty: empty}
 		err = q.run(ctx, pos, f, cpid.ChangeQuery{Filter: *filter, Sort: *sort, Limit: *limit}, *change, ws)
-		if err != nil && !errors.Is(err, errUsage) {
+		if err != nil && !errors.Is(err, errUsage) && !errors.Is(err, errAmbiguous) {
 			empty(0)
 		}
 		return err
@@ -182,29 +184,27 @@ func setupQuery(c *cobra.Command, e *env) runFunc {
 // run runs the query pos names, change resolved already.
 func (q queryRun) run(ctx context.Context, pos []string, f filters, cq cpid.ChangeQuery, change string, ws []reconstruct.Window) error {
 	e, c, st := q.e, q.c, q.st
-	{
-		switch pos[0] {
-		case "changes":
-			if cq.Limit == 0 {
-				cq.Limit = math.MaxInt // the engines take 0 for their default
-			}
-			if err := f.changeQuery(ctx, st, &cq); err != nil {
-				return usagef("%v", err)
-			}
-			return q.changes(ctx, cq)
-		case "timeline":
-			return q.timeline(ctx, pos[1])
-		case "related", "origins":
-			return q.related(ctx, pos[0], pos[1])
-		case "spans":
-			return q.spans(ctx, pos[1])
-		case "sli":
-			return querySLI(ctx, e, c, st, change)
-		case "anomalies":
-			return q.anomalies(ctx, change)
+	switch pos[0] {
+	case "changes":
+		if cq.Limit == 0 {
+			cq.Limit = math.MaxInt // the engines take 0 for their default
 		}
-		return queryHops(ctx, e, c, st, change, ws, q.empty)
+		if err := f.changeQuery(ctx, st, &cq); err != nil {
+			return usagef("%v", err)
+		}
+		return q.changes(ctx, cq)
+	case "timeline":
+		return q.timeline(ctx, pos[1])
+	case "related", "origins":
+		return q.related(ctx, pos[0], pos[1])
+	case "spans":
+		return q.spans(ctx, pos[1])
+	case "sli":
+		return querySLI(ctx, e, c, st, change)
+	case "anomalies":
+		return q.anomalies(ctx, change)
 	}
+	return queryHops(ctx, e, c, st, change, ws, q.empty)
 }
 
 // queryRun is one run of query: where it reads and how it prints.

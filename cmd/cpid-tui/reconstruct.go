@@ -93,7 +93,7 @@ func setupReconstruct(c *cobra.Command, e *env) runFunc {
 			}
 			opt.Windows = append(opt.Windows, win)
 		}
-		if err := existing(e.db); err != nil {
+		if err := existing(ctx, e.notices(), e.db); err != nil {
 			return err
 		}
 		db, err := openStore(ctx, e.notices(), e.db, readWriteNative)

@@ -3,11 +3,13 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -73,8 +75,10 @@ func setupReport(c *cobra.Command, e *env) runFunc {
 		if len(pos) != 1 {
 			return usagef("give one change id")
 		}
-		if err := fileNotFormat(*out, "--format html or md"); err != nil {
-			return err
+		if !c.Flags().Changed("format") {
+			if err := fileNotFormat(*out, "--format html or md"); err != nil {
+				return err
+			}
 		}
 		f, err := reportFormat(*format, *out)
 		if err != nil {
@@ -96,7 +100,9 @@ func setupReport(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		var chart string
-		if f == "md" && *out != "-" {
+		if f == "md" && *out != "-" && !plainTarget(*out) {
+			fmt.Fprintf(e.notices(), "%s report: no chart: -o %s is not a file to put one beside\n", e.prog, *out)
+		} else if f == "md" && *out != "-" {
 			chart = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".timeline.svg"
 			if err := writeFile(chart, func(w io.Writer) error { return r.SVG(w, report.Wide) }); err != nil {
 				return err
@@ -150,33 +156,37 @@ func reportFormat(format, out string) (string, error) {
 	return "html", nil
 }
 
-// writeFile writes path through fill, whole or not at all: into a
-// temporary file beside it, renamed over it once complete. What is not a
-// file (/dev/null, /dev/stdout, a named pipe) is written through, never
-// replaced: a rename would put a file where the device was, for every
-// program after (as root, /dev/null itself). A symbolic link to a file
-// keeps pointing there: the file it names is the one replaced.
+// writeFile writes path through fill. A file (or a path with nothing at
+// it) is written whole or not at all: into a temporary file beside it,
+// renamed over it once complete, with the mode of the file it replaces
+// (0644 for a new one). Anything else is written through, as a shell's >
+// would: a device or a pipe (/dev/null, /dev/stdout) must stay what it
+// is, where a rename would put a file in its place for every program
+// after (as root, /dev/null itself), and a symbolic link is followed by
+// the open, so that the kernel's rules for links in shared directories
+// (fs.protected_symlinks) apply, as they would not to a rename over the
+// file the link names.
 func writeFile(path string, fill func(io.Writer) error) error {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return fmt.Errorf("write %s: it is a directory", path)
-		}
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("write %s: it is a directory", path)
+	case err == nil && !fi.Mode().IsRegular():
 		return writeThrough(path, fill)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	target := path
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		t, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			// A link to nothing: the file is made where it points.
-			return writeThrough(path, fill)
-		}
-		target = t
+	mode := os.FileMode(0o644)
+	if err == nil {
+		mode = fi.Mode().Perm()
 	}
-	dir := filepath.Dir(target)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	dir := filepath.Dir(path)
+	if di, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) || (err == nil && !di.IsDir()) {
 		return fmt.Errorf("write %s: no directory %s", path, dir)
+	} else if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".*")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -185,23 +195,39 @@ func writeFile(path string, fill func(io.Writer) error) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-// writeThrough writes path as it is, opened for writing: a device or a
-// pipe, or a file made where a link to nothing points.
+// writeThrough writes path opened as it is: through a link, to a device
+// or a pipe. Only a regular file at the end is truncated: /dev/stdout
+// appended to a log (>>) must not cut the log. A pipe nobody reads is an
+// error, not a wait that nothing interrupts (a blocked open ignores the
+// context).
 func writeThrough(path string, fill func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	flags := os.O_WRONLY | os.O_CREATE
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.Mode().IsRegular():
+		flags |= os.O_TRUNC
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("write %s: it is a directory", path)
+	case err == nil && fi.Mode()&os.ModeNamedPipe != 0:
+		flags |= syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, syscall.ENXIO) {
+		return fmt.Errorf("write %s: no process reads this pipe", path)
+	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -213,4 +239,11 @@ func writeThrough(path string, fill func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// plainTarget reports whether path is a file or nothing yet: where a
+// report may put its chart beside it.
+func plainTarget(path string) bool {
+	fi, err := os.Lstat(path)
+	return errors.Is(err, os.ErrNotExist) || (err == nil && fi.Mode().IsRegular())
 }
