@@ -93,6 +93,12 @@ func openDatabase(ctx context.Context, db string) (*database, error) {
 	return openStore(ctx, os.Stderr, db, readWrite)
 }
 
+// dbNotice tells w what an engine noticed opening the database name (a
+// wait for another process creating it, a migration).
+func dbNotice(w io.Writer, name string) func(string) {
+	return func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", name, s) }
+}
+
 // existing refuses a SQLite --db that is not there, for the commands that
 // work on a database but do not make one (reconstruct, prune): a mistyped
 // path would otherwise become an empty database, and the run on it would
@@ -104,8 +110,7 @@ func existing(ctx context.Context, w io.Writer, db string) error {
 	if isPostgres(db) {
 		return nil
 	}
-	notice := func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", db, s) }
-	if err := sqlite.WaitCreation(ctx, db, notice); err != nil {
+	if err := sqlite.WaitCreation(ctx, db, dbNotice(w, db)); err != nil {
 		return fmt.Errorf("open database %s: %w", db, err)
 	}
 	if _, err := os.Lstat(db); errors.Is(err, os.ErrNotExist) {
@@ -119,9 +124,7 @@ func existing(ctx context.Context, w io.Writer, db string) error {
 // is not where --db points; a link to nothing is refused, since opening it
 // for writing would create a file wherever the link points.
 func openStore(ctx context.Context, w io.Writer, db string, a access) (*database, error) {
-	notice := func(name string) cpid.OpenOption {
-		return cpid.WithNotice(func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", name, s) })
-	}
+	notice := func(name string) cpid.OpenOption { return cpid.WithNotice(dbNotice(w, name)) }
 	if isPostgres(db) {
 		// The DSN may hold a password: the notice does not repeat it.
 		opts := []cpid.OpenOption{notice("in PostgreSQL")}
@@ -196,7 +199,7 @@ func openForLoad(ctx context.Context, w io.Writer, db string) (*database, error)
 	if _, err := os.Lstat(db); !errors.Is(err, os.ErrNotExist) {
 		return openStore(ctx, w, db, readWrite)
 	}
-	b, err := sqlite.OpenBulk(ctx, db, cpid.WithNotice(func(s string) { fmt.Fprintf(w, "cpid-tui: database %s: %s\n", db, s) }))
+	b, err := sqlite.OpenBulk(ctx, db, cpid.WithNotice(dbNotice(w, db)))
 	if errors.Is(err, sqlite.ErrExists) {
 		return openStore(ctx, w, db, readWrite) // it appeared meanwhile: append
 	}

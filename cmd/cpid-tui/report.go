@@ -100,9 +100,11 @@ func setupReport(c *cobra.Command, e *env) runFunc {
 			return err
 		}
 		var chart string
-		if f == "md" && *out != "-" && !plainTarget(*out) {
+		switch {
+		case f != "md" || *out == "-":
+		case !plainTarget(*out):
 			fmt.Fprintf(e.notices(), "%s report: no chart: -o %s is not a file to put one beside\n", e.prog, *out)
-		} else if f == "md" && *out != "-" {
+		default:
 			chart = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".timeline.svg"
 			if err := writeFile(chart, func(w io.Writer) error { return r.SVG(w, report.Wide) }); err != nil {
 				return err
